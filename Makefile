@@ -1,0 +1,34 @@
+# prism_fast — the two set-up commands a new user runs:
+#   make demo   system packages (if missing) + venv + package, then evaluate the bundled sample set
+#   make test   the same set-up, then the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY      := $(VENV)/bin/python
+PIP     := $(PY) -m pip
+STAMP   := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test sysdeps venv bench clean
+
+sysdeps:
+	bash scripts/install_system_deps.sh
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip setuptools wheel
+
+$(STAMP): setup.py | $(PY)
+	$(MAKE) sysdeps
+	$(PIP) install -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv
+	$(VENV)/bin/prism-fast
+
+test: venv
+	$(VENV)/bin/pytest -m "not gpu" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache outputs multirun

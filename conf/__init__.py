@@ -1,0 +1,1 @@
+"""Hydra config tree (installed as prism_fast.conf)."""

@@ -1,0 +1,69 @@
+"""Packaging for prism_fast.
+
+The ``kernels/`` folder is installed as the import package ``prism_kernels`` (the PyPI name ``kernels``
+belongs to an unrelated project).
+"""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+
+
+def _version() -> str:
+    for line in (HERE / "prism_fast" / "__init__.py").read_text().splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip('"')
+    raise RuntimeError("no __version__ in prism_fast/__init__.py")
+
+
+INSTALL_REQUIRES = [
+    # torch/torchvision: the CUDA build that also runs on CPU; the pair must match.
+    "torch==2.14.1",
+    "torchvision==0.29.1",
+    "manim==0.19.0",
+    # Pillow 13 makes manim 0.19.0's ImageMobject(numpy array) raise "Invalid mode for data type" (spec
+    # execution.md §2.x); 12.3.0 is the newest release checked to render such a scene.
+    "pillow>=10,<13",
+    "numpy>=1.26,<3",
+    "ray[default]>=2.40,<3",
+    "decord==0.6.0",
+    "av>=12",
+    "opencv-python>=4.8,<5",  # rapidocr-onnxruntime requires the non-headless build
+    "pyarrow>=15",
+    "pandas>=2.0",
+    "hydra-core>=1.3.2,<1.4",
+    "omegaconf>=2.3,<2.4",
+    "rapidocr-onnxruntime==1.4.4",
+    "matplotlib>=3.7",
+    "tqdm>=4.66",
+]
+
+EXTRAS = {
+    "paddle": ["paddleocr>=2.7,<3", "paddlepaddle>=2.6"],
+    "embeddings": ["sentence-transformers>=2.7"],
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"],
+}
+
+setup(
+    name="prism_fast",
+    version=_version(),
+    description="Fast, parity-first batch evaluator for the PRISM Manim benchmark",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8") if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10,<3.13",
+    # Top-level folders installed under other import names: kernels/ -> prism_kernels,
+    # conf/ -> prism_fast.conf (the Hydra config tree, read through importlib resources).
+    packages=find_packages(include=["prism_fast", "prism_fast.*"]) + ["prism_kernels", "prism_fast.conf"],
+    package_dir={"prism_kernels": "kernels", "prism_fast.conf": "conf"},
+    include_package_data=True,
+    package_data={
+        "prism_fast": ["fixtures/*.jsonl", "fixtures/*/*"],
+        "prism_fast.dataset": ["data/*.jsonl", "data/*/*/*"],
+        "prism_fast.conf": ["*.yaml", "*/*.yaml"],
+    },
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["prism-fast=prism_fast.cli:main"]},
+)
