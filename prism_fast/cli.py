@@ -16,7 +16,6 @@ COMMANDS = ("eval", "generate", "fit-reference", "profile-render", "report", "in
 NOT_YET = {
     "generate": "issue 'Generation f_θ and self-debugging evaluation'",
     "fit-reference": "issue 'Video metrics on tensors' (reference μ/σ fits)",
-    "profile-render": "issue 'Exec stage' (render-time profiling)",
     "report": "issue 'Reports'",
     "inspect": "issue 'Spatial audit' (violation pictures)",
 }
@@ -48,6 +47,11 @@ def _app(cfg: DictConfig) -> None:
         from prism_fast.pipeline.run import run_eval_from_config
 
         run_eval_from_config(cfg)
+        return
+    if command == "profile-render":
+        from prism_fast.pipeline.run import profile_render_from_config
+
+        profile_render_from_config(cfg)
         return
     if command in NOT_YET:
         print(

@@ -45,7 +45,11 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("video_path", _S),
         ("runtime_sec", _F),
         ("error", _S),
-        ("scene_name", _S),
+        ("scene_class", _S),
+        ("scene_select_method", _S),
+        ("scene_select_detail", _S),
+        ("exec_status", _S),  # the render core's own status: ok | skipped | failed | timeout
+        ("backend", _S),  # cli | prefork
         ("wall_s", _F),
         ("cpu_s", _F),
         ("peak_rss_mb", _F),
@@ -53,15 +57,82 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("signal", _I),
         ("timed_out", _B),
         ("stderr_tail", _S),
+        ("stdout_bytes", _I),
+        ("stderr_bytes", _I),
+        ("output_truncated", _B),
         ("net_isolated", _B),
+        ("fs_readonly", _B),
+        ("pids_limit", _S),
+        ("caps_dropped", _B),
         ("cache_hit", _B),
-        ("script_sha256", _S),
+        ("cache_key", _S),
         ("env_fingerprint", _S),
         ("fine_type", _S),
         ("category", _S),
+        ("taxonomy_stage", _S),
         ("hallucinations", _S),  # JSON list of findings
     ],
 }
+
+STAGE_FIELDS["text_expand"] = [
+    ("text_expand_status", _S),  # the toolkit's status: ok | parse_fail | missing_input
+    ("source_id", _S),
+    ("difficulty", _S),
+    ("prompt_path", _S),
+    ("code_path", _S),
+    ("meta_path", _S),
+    ("language", _S),
+    ("prompt_body_text", _S),
+    ("prompt_token_count", _I),
+    ("display_segment_count_raw", _I),
+    ("display_segment_count_unique", _I),
+    ("display_token_count_raw", _I),
+    ("display_token_count_unique", _I),
+    ("display_overlap_token_count", _I),
+    ("display_novel_token_count", _I),
+    ("text_expand_ratio_raw", _F),
+    ("text_expand_ratio_unique", _F),
+    ("info_expand_ratio", _F),
+    ("novelty_ratio", _F),
+    ("display_text_unique_preview", _S),  # JSON list
+    ("extract_mode", _S),
+    ("extract_fallback_reason", _S),
+    ("quirks_fixed", _S),
+]
+
+STAGE_FIELDS["td"] = [
+    ("td_status", _S),  # the core's status: ok | no_video | decode_failed | zero_duration
+    ("source_id", _S),
+    ("difficulty", _S),
+    ("difficulty_score", _F),
+    ("render_success", _B),
+    ("visual_structure_pass", _I),
+    ("visual_structure_rate", _F),
+    ("video_path", _S),
+    ("td_raw", _F),
+    ("td_center", _F),
+    ("td_center_z", _F),
+    ("u_td", _F),
+    ("padvc_raw", _F),
+    ("padvc_center", _F),
+    ("u_padvc", _F),
+    ("params_source", _S),
+    ("pixel_threshold", _I),
+    ("decoder", _S),
+    ("decoder_fallback", _S),
+    ("device", _S),
+]
+
+
+def normalize_status(row: dict, stage_status_field: str, ok_values=("ok",), skipped_values=()) -> dict:
+    """Keep a stage core's own status in ``stage_status_field`` and set the closed-enum ``status``."""
+    own = row.get("status")
+    out = dict(row)
+    out[stage_status_field] = own
+    out["status"] = "ok" if own in ok_values else "skipped" if own in skipped_values else "error"
+    if out["status"] == "error" and not out.get("error_kind"):
+        out["error_kind"] = str(own)
+    return out
 
 
 def stage_schema(stage: str) -> pa.Schema:

@@ -27,3 +27,25 @@ class RenderActor:
         from prism_fast.execute.render import render_one
 
         return render_one(sample_id, script, self.out_dir, self.render_cfg, self.profile)
+
+
+@ray.remote(num_cpus=1, **RESTARTS)
+class VideoMetricsActor:
+    """TD (and later PADVC) over one rendered video. Asks for a GPU fraction when the cluster has GPUs
+    (see ``run.py``); decoding stays on CPU for reference numbers (spec D-1)."""
+
+    def __init__(self, profile: Profile, params_by_lang: dict, tau: int, decoder: str, device: str):
+        import torch
+
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError(f"metrics.device={device} but this worker has no CUDA device")
+        self.profile, self.params_by_lang = profile, params_by_lang
+        self.tau, self.decoder, self.device = tau, decoder, device
+
+    def td(self, sample_id: str, lang: str, base_row: dict) -> dict:
+        from prism_fast.metrics.td import score_td_row
+
+        row = score_td_row(base_row, self.params_by_lang[lang], profile=self.profile, pixel_threshold=self.tau,
+                           decoder=self.decoder, device=self.device)
+        row.update(pixel_threshold=self.tau, device=self.device)
+        return row

@@ -23,6 +23,7 @@ from prism_fast.dataset.loader import Task, load_dataset, read_id_list, select_t
 from prism_fast.dataset.split import stratified_subset
 from prism_fast.execute.inputs import ScriptInput, load_inputs
 from prism_fast.profile import Profile, resolve_profile
+from prism_fast.pipeline.stages import Job, pending_jobs, run_actor_stage
 from prism_fast.store import ResultsStore
 
 log = logging.getLogger("prism_fast")
@@ -52,6 +53,12 @@ class EvalOptions:
     render_workers: int | None = None
     restrict_to_predictions: bool = False
     retry_failed: bool = False
+    text_expand: bool = True
+    td: bool = True
+    td_tau: int = 25
+    metrics_device: str = "cpu"
+    decoder: str = "auto"
+    td_params: dict = field(default_factory=dict)  # lang -> metrics.td.TDParams
     ray_address: str | None = None
     ray_num_cpus: int | None = None
     ray_num_gpus: int | None = None
@@ -62,8 +69,6 @@ class EvalOptions:
 # -- configuration → typed options (the only place that reads the DictConfig) -------------------------------
 def options_from_config(cfg) -> EvalOptions:
     from omegaconf import OmegaConf
-
-    from prism_fast.execute.render import render_config_from_mapping
 
     d = cfg.dataset
     subset = d.get("subset") or {}
@@ -90,10 +95,16 @@ def options_from_config(cfg) -> EvalOptions:
             subset_seed=int(subset.get("seed", 42)),
         ),
         profile=profile,
-        render=render_config_from_mapping(OmegaConf.to_container(cfg.render, resolve=True)),
+        render=render_config_from_mapping(OmegaConf.to_container(cfg.render, resolve=True), Path(cfg.runs_root)),
         render_workers=cfg.render.get("workers"),
         restrict_to_predictions=restrict,
         retry_failed=bool(cfg.retry_failed),
+        text_expand=bool(cfg.metrics.text_expand.enabled),
+        td=bool(cfg.metrics.td.enabled),
+        td_tau=int(cfg.metrics.td.tau),
+        metrics_device=str(cfg.metrics.device),
+        decoder=str(cfg.metrics.decoder),
+        td_params=_td_params(cfg),
         ray_address=cfg.cluster.address,
         ray_num_cpus=cfg.cluster.num_cpus,
         ray_num_gpus=cfg.cluster.num_gpus,
@@ -102,9 +113,55 @@ def options_from_config(cfg) -> EvalOptions:
     )
 
 
+def _td_params(cfg) -> dict:
+    from prism_fast.metrics.td import TDParams
+
+    return {lang: TDParams(float(p.td.mu), float(p.td.sigma), float(p.td.eps), source=str(p.get("source", "paper")))
+            for lang, p in cfg.lang.params.items()}
+
+
+def render_config_from_mapping(r: dict, runs_root: Path):
+    """conf/render/*.yaml → execute.render.RenderConfig."""
+    from prism_fast.execute.render import RenderConfig
+    from prism_fast.execute.sandbox import Limits
+
+    lim = r.get("limits") or {}
+    gb = lim.get("address_space_gb")
+    cache = r.get("cache") or {}
+    cache_dir = None
+    if cache.get("enabled"):
+        cache_dir = str(cache.get("dir") or (runs_root / ".cache" / "render"))
+    kwargs = dict(
+        quality_flag=f"-{r.get('quality', 'ql')}",
+        timeout_s=int(r.get("timeout_s", 600)),
+        limits=Limits(
+            address_space_mb=int(gb * 1024) if gb else None,
+            cpu_seconds=lim.get("cpu_seconds"),
+            file_size_mb=lim.get("file_size_mb"),
+            max_processes=lim.get("processes"),
+            open_files=lim.get("open_files"),
+        ),
+        isolate_network=bool(r.get("network_isolation", True)),
+        cache_dir=cache_dir,
+    )
+    if r.get("manim_bin"):
+        kwargs["manim_bin"] = r["manim_bin"]
+    elif Path(sys.executable).with_name("manim").exists():
+        kwargs["manim_bin"] = str(Path(sys.executable).with_name("manim"))  # this environment's manim
+    if lim.get("output_bytes"):
+        kwargs["output_tail_bytes"] = int(lim["output_bytes"])
+    return RenderConfig(**kwargs)
+
+
 def run_eval_from_config(cfg) -> dict:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return run_eval(options_from_config(cfg))
+
+
+def model_output_dir(opts: EvalOptions) -> Path:
+    from urllib.parse import quote
+
+    return opts.run_dir / "models" / quote(opts.model_name, safe="")
 
 
 # -- tasks -------------------------------------------------------------------------------------------------
@@ -142,7 +199,7 @@ def _git_commit() -> str | None:
 
 def write_manifest(opts: EvalOptions, run_dir: Path, n_tasks: int) -> None:
     from prism_fast import __version__
-    from prism_fast.execute.fingerprint import environment_fingerprint
+    from prism_fast.execute.fingerprint import env_fingerprint
 
     manifest = {
         "prism_fast_version": __version__,
@@ -154,7 +211,7 @@ def write_manifest(opts: EvalOptions, run_dir: Path, n_tasks: int) -> None:
         "model": opts.model_name,
         "languages": opts.languages,
         "tasks": n_tasks,
-        "environment": environment_fingerprint(),
+        "environment": env_fingerprint(opts.render.manim_bin),
         "config": opts.config_snapshot,
     }
     history = run_dir / "run_history"
@@ -185,70 +242,94 @@ def task_rows(opts: EvalOptions, tasks: list[Task], inputs: list[ScriptInput], s
 
 
 # -- stages ------------------------------------------------------------------------------------------------
-def _pending(store: ResultsStore, stage: str, opts: EvalOptions, inputs: list[ScriptInput]) -> list[ScriptInput]:
-    done = store.done_keys(stage, include_failed=not opts.retry_failed)
-    return [i for i in inputs if (opts.model_name, i.language, i.id) not in done]
-
-
-class _RowSink:
-    """Buffers rows and appends them to the store in small batches (and at the end)."""
-
-    def __init__(self, store: ResultsStore, stage: str, flush_every: int = 8):
-        self.store, self.stage, self.flush_every, self.buf = store, stage, flush_every, []
-        self.count = 0
-
-    def add(self, row: dict) -> None:
-        self.buf.append(row)
-        self.count += 1
-        if len(self.buf) >= self.flush_every:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.buf:
-            self.store.append(self.stage, self.buf)
-            self.buf = []
-
-
 def run_exec_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInput], progress) -> None:
     import ray
 
     from prism_fast.pipeline.actors import RenderActor
-    from prism_fast.pipeline.streaming import stream_map
+    from prism_fast.schema import normalize_status
 
-    pending = _pending(store, "exec", opts, inputs)
-    sink = _RowSink(store, "exec")
-    key = {"model": opts.model_name, "profile": opts.profile.name}
-    bar = progress("exec", len(pending))
-    for inp in pending:
-        if inp.script is None:  # no script to render: an Exec failure, recorded as such
-            sink.add({**key, "lang": inp.language, "id": inp.id, "status": "error", "error_kind": "no_script",
-                      "error_detail": inp.clean_status, "success": False, "skipped": False,
-                      "error": f"no script ({inp.clean_status})"})
-            bar.update(1)
-    to_render = [i for i in pending if i.script is not None]
-    if to_render:
-        n = max(1, min(len(to_render), int(opts.render_workers or ray.cluster_resources().get("CPU", 1))))
-        video_dir = str(opts.run_dir / "videos" / opts.model_name)
-        actors = [RenderActor.remote(opts.render, opts.profile, video_dir) for _ in range(n)]
-        by_id = {i.id: i for i in to_render}
+    jobs = pending_jobs(store, "exec", opts.model_name, (Job(i.language, i.id, (i.script,)) for i in inputs),
+                        opts.retry_failed)
+    no_script = {i.id: i for i in inputs if i.script is None}
+    immediate = [  # nothing to render: an Exec failure, recorded as such
+        {"lang": j.lang, "id": j.id, "status": "error", "error_kind": "no_script",
+         "error_detail": no_script[j.id].clean_status, "success": False, "skipped": False,
+         "error": f"no script ({no_script[j.id].clean_status})"}
+        for j in jobs if j.id in no_script]
+    jobs = [j for j in jobs if j.id not in no_script]
+    model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
+    n = int(opts.render_workers or ray.cluster_resources().get("CPU", 1))
+    run_actor_stage("exec", store, opts.model_name, opts.profile.name, jobs,
+                    lambda: RenderActor.remote(opts.render, opts.profile, model_dir), "render", n, progress,
+                    immediate, lambda job, exc: {"success": False, "skipped": False, "error": "render worker lost"},
+                    transform=lambda row: normalize_status(row, "exec_status", skipped_values=("skipped",)))
 
-        def on_result(item, row):
-            inp = by_id[item[0]]
-            sink.add({**key, **row, "lang": inp.language})
-            bar.update(1, failed=row.get("status") != "ok")
 
-        def on_error(item, exc):
-            inp = by_id[item[0]]
-            sink.add({**key, "lang": inp.language, "id": inp.id, "status": "error", "error_kind": "worker_lost",
-                      "error_detail": f"{type(exc).__name__}: {exc}"[:4000], "success": False, "skipped": False,
-                      "error": "render worker lost"})
-            bar.update(1, failed=True)
+def run_text_expand_stage(opts: EvalOptions, store: ResultsStore, tasks: list[Task], inputs: list[ScriptInput],
+                          progress) -> None:
+    """TextExpand from the code's AST (static, no video): cheap, so it runs in the driver."""
+    from prism_fast.metrics.text_expand import text_expand_row
+    from prism_fast.pipeline.stages import RowSink
+    from prism_fast.schema import normalize_status
 
-        stream_map(actors, "render", ((i.id, i.script) for i in to_render), on_result, on_error)
-        for a in actors:
-            ray.kill(a)
+    by_id = {t.id: t for t in tasks}
+    jobs = pending_jobs(store, "text_expand", opts.model_name, (Job(i.language, i.id, (i.script,)) for i in inputs),
+                        opts.retry_failed)
+    sink = RowSink(store, "text_expand")
+    bar = progress("textx", len(jobs))
+    for job in jobs:
+        task = by_id[job.id]
+        row = text_expand_row(job.id, job.args[0], task.instruction, task.language, opts.profile,
+                              source_id=task.id)
+        row = normalize_status(row, "text_expand_status")
+        if isinstance(row.get("quirks_fixed"), list):
+            row["quirks_fixed"] = json.dumps(row["quirks_fixed"])
+        sink.add({**row, "model": opts.model_name, "lang": job.lang})
+        bar.update(1, failed=row["status"] != "ok")
     sink.flush()
     bar.close()
+
+
+def run_td_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInput], progress) -> None:
+    """TD over each rendered video, gated on the render row and weighted by the audit's rate (td.md §3)."""
+    import ray
+
+    from prism_fast.pipeline.actors import VideoMetricsActor
+    from prism_fast.schema import normalize_status
+
+    exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
+    audit_rows = {}
+    if "audit" in _known_stages():
+        audit_rows = {(r["lang"], r["id"]): r for r in store.read("audit").to_pylist() if r["model"] == opts.model_name}
+    jobs = []
+    for i in inputs:
+        ex, au = exec_rows.get((i.language, i.id), {}), audit_rows.get((i.language, i.id), {})
+        base = {"id": i.id, "source_id": i.id, "render_success": bool(ex.get("success")),
+                "video_path": ex.get("video_path"),
+                "visual_structure_pass": au.get("visual_structure_pass", 0),
+                "visual_structure_rate": au.get("visual_structure_rate", 0.0)}
+        jobs.append(Job(i.language, i.id, (i.language, base)))
+    jobs = pending_jobs(store, "td", opts.model_name, jobs, opts.retry_failed)
+    gpus = ray.cluster_resources().get("GPU", 0)
+    use_gpu = opts.metrics_device.startswith("cuda") and gpus > 0
+    n = int(ray.cluster_resources().get("CPU", 1))
+    actor_opts = {"num_gpus": min(1.0, gpus / n)} if use_gpu else {}
+
+    def make():
+        return VideoMetricsActor.options(**actor_opts).remote(opts.profile, opts.td_params, opts.td_tau,
+                                                              opts.decoder, opts.metrics_device)
+
+    def lost(job, exc):
+        return {"td_status": "worker_lost", "render_success": job.args[1]["render_success"]}
+
+    run_actor_stage("td", store, opts.model_name, opts.profile.name, jobs, make, "td", n, progress,
+                    lost_row=lost, transform=lambda row: normalize_status(row, "td_status"))
+
+
+def _known_stages() -> set[str]:
+    from prism_fast.schema import STAGE_FIELDS
+
+    return set(STAGE_FIELDS)
 
 
 def run_eval(opts: EvalOptions) -> dict:
@@ -271,7 +352,7 @@ def run_eval(opts: EvalOptions) -> dict:
     if not tasks:
         raise SystemExit("no tasks selected (check dataset.ids / lang / dataset.limit)")
     write_manifest(opts, run_dir, len(tasks))
-    scripts_dir = run_dir / "scripts" / opts.model_name
+    scripts_dir = model_output_dir(opts) / "scripts"
     scripts_dir.mkdir(parents=True, exist_ok=True)
     done = store.done_keys("tasks")
     store.append("tasks", [r for r in task_rows(opts, tasks, inputs, scripts_dir)
@@ -284,6 +365,16 @@ def run_eval(opts: EvalOptions) -> dict:
     run_exec_stage(opts, store, inputs, progress)
     timings["exec"] = time.perf_counter() - t0
 
+    if opts.td:
+        t0 = time.perf_counter()
+        run_td_stage(opts, store, inputs, progress)
+        timings["td"] = time.perf_counter() - t0
+
+    if opts.text_expand:
+        t0 = time.perf_counter()
+        run_text_expand_stage(opts, store, tasks, inputs, progress)
+        timings["text_expand"] = time.perf_counter() - t0
+
     summary = summarize_run(store, opts.model_name, [t.id for t in tasks], timings)
     text = format_summary(summary)
     (run_dir / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
@@ -291,3 +382,22 @@ def run_eval(opts: EvalOptions) -> dict:
     print(text)
     print(f"\nrun directory: {run_dir}")
     return summary
+
+
+def profile_render_from_config(cfg) -> dict:
+    """``prism-fast profile-render``: repeated, one-at-a-time renders of the selected tasks' scripts."""
+    from prism_fast.execute.profiling import ProfileSettings, format_profile, profile_renders
+
+    opts = options_from_config(cfg)
+    pr = cfg.profile_render
+    settings = ProfileSettings(repeats=int(pr.repeats), warmup=int(pr.warmup),
+                               pin_cpu=None if pr.pin_cpu is None else int(pr.pin_cpu))
+    opts.run_dir.mkdir(parents=True, exist_ok=True)
+    tasks = select_run_tasks(opts, opts.run_dir)
+    inputs = [i for i in load_inputs(opts.model_kind, tasks, opts.profile, opts.predictions) if i.script is not None]
+    result = profile_renders(((opts.model_name, i.id, i.script) for i in inputs), opts.render, settings, opts.profile)
+    out = opts.run_dir / "profile_render.json"
+    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print(format_profile(result))
+    print(f"written: {out}")
+    return result

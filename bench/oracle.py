@@ -1,0 +1,196 @@
+"""Per-frame NumPy/OpenCV oracle, written directly from the spec (td.md §2, padvc.md §3–§7).
+
+Deliberately slow and obvious: one frame or one pair at a time, OpenCV where the spec names an OpenCV
+call, plain Python for the scans. Tests compare every prism_kernels function against these; the kernel
+benchmark times the same work per frame.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+
+TAU = 25
+EVENT_THRESHOLD_ABS = 50_000.0
+DILATE_KSIZE = 7
+
+
+# --- gray ---------------------------------------------------------------------------------------------
+
+def gray_cv2(frame_bgr: np.ndarray) -> np.ndarray:
+    """One ``(H, W, 3) uint8`` BGR frame → ``(H, W) uint8`` via ``cv2.cvtColor(BGR2GRAY)``."""
+    return cv2.cvtColor(frame_bgr, cv2.COLOR_BGR2GRAY)
+
+
+def gray_formula(frame_bgr: np.ndarray) -> np.ndarray:
+    """The spec's closed form ``(3735·B + 19235·G + 9798·R + 16384) >> 15`` in int64 NumPy."""
+    f = frame_bgr.astype(np.int64)
+    return ((3735 * f[..., 0] + 19235 * f[..., 1] + 9798 * f[..., 2] + 16384) >> 15).astype(np.uint8)
+
+
+# --- pair signals -------------------------------------------------------------------------------------
+
+def positive_diff(prev: np.ndarray, cur: np.ndarray) -> int:
+    return int(np.maximum(cur.astype(np.int32) - prev.astype(np.int32), 0).sum())
+
+
+def absolute_diff(prev: np.ndarray, cur: np.ndarray) -> int:
+    return int(np.sum(cv2.absdiff(cur, prev), dtype=np.int64))
+
+
+def changed_count(prev: np.ndarray, cur: np.ndarray, tau: int = TAU) -> int:
+    return int(np.count_nonzero(cv2.absdiff(cur, prev) > tau))
+
+
+def change_ratio(prev: np.ndarray, cur: np.ndarray, tau: int = TAU) -> float:
+    d = cv2.absdiff(cur, prev)
+    return float(np.count_nonzero(d > tau) / d.size)
+
+
+def pair_series(grays: list[np.ndarray], fn) -> list:
+    return [fn(grays[i - 1], grays[i]) for i in range(1, len(grays))]
+
+
+# --- TD -----------------------------------------------------------------------------------------------
+
+def td_raw_from_grays(grays: list[np.ndarray], container_frame_count: int, fps: float, tau: int = TAU) -> float:
+    """td.md §2 on already-gray frames: sequential float64 sum of ratios, divided by (N − 1)/fps."""
+    duration = (container_frame_count - 1) / fps if fps > 0 and container_frame_count > 1 else 0.0
+    if duration <= 0 or not grays:
+        return 0.0
+    total = 0.0
+    for i in range(1, len(grays)):
+        total += change_ratio(grays[i - 1], grays[i], tau)
+    return float(total / duration)
+
+
+def td_raw_video(path: str, tau: int = TAU) -> float:
+    """td.md §2 verbatim on a file: cv2.VideoCapture, container N, per-frame loop, 0.0 on any failure."""
+    cap = cv2.VideoCapture(path)
+    if not cap.isOpened():
+        return 0.0
+    fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+    n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+    duration = (n - 1) / fps if fps > 0 and n > 1 else 0.0
+    if duration <= 0:
+        cap.release()
+        return 0.0
+    ok, frame = cap.read()
+    if not ok:
+        cap.release()
+        return 0.0
+    prev = gray_cv2(frame)
+    total = 0.0
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        cur = gray_cv2(frame)
+        total += change_ratio(prev, cur, tau)
+        prev = cur
+    cap.release()
+    return float(total / duration)
+
+
+def td_center(td_raw: float, mu: float, sigma: float, eps: float) -> tuple[float, float]:
+    """td.md §3: (center, z) with z = (ln(raw + eps) − μ)/σ, no clamping."""
+    z = (math.log(float(td_raw) + eps) - mu) / sigma
+    return math.exp(-0.5 * z * z), z
+
+
+# --- events -------------------------------------------------------------------------------------------
+
+def segment_events(diffs: list[float], threshold: float) -> list[tuple[int, int]]:
+    """padvc.md §5 pseudo-code, strict ``d_i > θ``."""
+    events = []
+    inside = False
+    start = 0
+    for i, d in enumerate(diffs):
+        if d > threshold and not inside:
+            start, inside = i, True
+        elif d <= threshold and inside:
+            events.append((start, i))
+            inside = False
+    if inside:
+        events.append((start, len(diffs)))
+    return events
+
+
+# --- Laplacian, dilation, energies --------------------------------------------------------------------
+
+def laplacian(x: np.ndarray) -> np.ndarray:
+    """``cv2.Laplacian`` ksize 1 in float64 (4-neighbour, BORDER_REFLECT_101 = OpenCV's default)."""
+    return cv2.Laplacian(x.astype(np.float64), cv2.CV_64F, ksize=1)
+
+
+def dilate(mask: np.ndarray, ksize: int = DILATE_KSIZE) -> np.ndarray:
+    """padvc.md §4.3: 7×7 all-ones kernel, one iteration, default border; skipped for an empty mask."""
+    if not np.any(mask):
+        return mask.copy()
+    return cv2.dilate(mask, np.ones((ksize, ksize), dtype=np.uint8))
+
+
+def text_energy(mask: np.ndarray) -> float:
+    """E_text(t) = Σ|L(M_t)| / 1e5 on the undilated 0/255 mask (float64)."""
+    return float(np.sum(np.absolute(laplacian(mask))) / 1e5)
+
+
+def geo_energy(gray_start: np.ndarray, gray_end: np.ndarray, dilated_text_mask: np.ndarray) -> float:
+    """E_geo for one event: |L(max(g_e − g_s, 0))| summed where the geo mask (NOT text) is non-zero, / 1e5."""
+    delta = np.maximum(gray_end.astype(np.int16) - gray_start.astype(np.int16), 0).astype(np.uint8)
+    lap = np.absolute(cv2.Laplacian(delta, cv2.CV_64F))
+    geo_mask = cv2.bitwise_not(dilated_text_mask)
+    return float(np.sum(cv2.bitwise_and(lap, lap, mask=geo_mask)) / 1e5)
+
+
+def fill_mask(shape_hw: tuple[int, int], polys: list) -> np.ndarray:
+    """padvc.md §4.3: 0/255 uint8 mask, each polygon filled separately (points truncated to int32)."""
+    mask = np.zeros(shape_hw, dtype=np.uint8)
+    for pts in polys:
+        arr = np.array(pts).astype(np.int32)
+        if arr.size:
+            cv2.fillPoly(mask, [arr], 255)
+    return mask
+
+
+# --- whole-video per-frame path (the benchmark's baseline) --------------------------------------------
+
+def per_frame_signals(frames_bgr: list[np.ndarray], tau: int = TAU) -> dict:
+    """Gray, positive diff sums, TD change counts and events for a list of BGR frames, one at a time."""
+    grays = [gray_cv2(f) for f in frames_bgr]
+    positive = pair_series(grays, positive_diff)
+    changed = pair_series(grays, lambda a, b: changed_count(a, b, tau))
+    events = segment_events([float(d) for d in positive], EVENT_THRESHOLD_ABS)
+    return {"grays": grays, "positive": positive, "changed": changed, "events": events}
+
+
+# --- synthetic clips (shared by tests and benchmarks) -------------------------------------------------
+
+def synthetic_clip(seed: int, frames: int = 24, height: int = 120, width: int = 160) -> np.ndarray:
+    """``(T, H, W, 3) uint8`` BGR clip in the style of a Manim video: black background, moving and
+    brightening coloured rectangles, static holds (so events split), sparse noise, and pixels that change
+    by exactly 25 and 26 gray levels (the TD threshold boundary)."""
+    rng = np.random.default_rng(seed)
+    clip = np.zeros((frames, height, width, 3), dtype=np.uint8)
+    n_rect = 3
+    pos = rng.integers(0, [height // 2, width // 2], size=(n_rect, 2))
+    vel = rng.integers(-3, 4, size=(n_rect, 2))
+    size = rng.integers(8, [height // 3, width // 3], size=(n_rect, 2))
+    colour = rng.integers(40, 256, size=(n_rect, 3))
+    for t in range(frames):
+        if t > 0 and rng.random() < 0.25:          # static hold: identical frame
+            clip[t] = clip[t - 1]
+            continue
+        f = clip[t]
+        for k in range(n_rect):
+            y, x = (pos[k] + vel[k] * t) % [height - size[k][0], width - size[k][1]]
+            level = min(1.0, 0.3 + 0.1 * t)
+            f[y:y + size[k][0], x:x + size[k][1]] = (colour[k] * level).astype(np.uint8)
+        noise = rng.random((height, width)) < 0.01
+        f[noise] = rng.integers(0, 256, size=(int(noise.sum()), 3), dtype=np.uint8)
+        # gray-level steps of exactly 25 and 26 on a gray patch (B = G = R keeps gray = value)
+        f[:4, :4] = 100 + (25 if t % 2 else 0)
+        f[:4, 4:8] = 100 + (26 if t % 2 else 0)
+    return clip

@@ -1,0 +1,215 @@
+"""Video decoding into chunks of BGR uint8 tensors ``(T, H, W, 3)``.
+
+Decoders (the ``decoder`` name is recorded per row):
+- ``opencv``: ``cv2.VideoCapture`` (FFmpeg backend), frame by frame until the first failed read — the
+  authors' toolkit's own path and the parity default (spec README D-1).
+- ``decord``: ``VideoReader`` + batched ``get_batch`` through the torch bridge, RGB flipped to BGR. CPU
+  decoding; bit-identical to OpenCV on Manim ``-ql`` videos (tests/video/test_video_decode.py proves it).
+  A GPU (NVDEC) context is used only when asked for *and* decord was built with CUDA; its frames are not
+  parity-validated, so it is recorded as ``decord-nvdec`` and refused for reference numbers by callers.
+- ``pyav``: PyAV ``to_ndarray(format="bgr24")``.
+- ``auto``: decord, falling back to PyAV when decord cannot open the file — with a ``warnings.warn`` and
+  ``decoder_fallback`` recording why. An explicit ``decord`` never falls back: it records ``decode_error``.
+
+Container metadata (fps, ``CAP_PROP_FRAME_COUNT``) always comes from OpenCV (``probe_video``), because
+the toolkit's TD denominator uses exactly that count (td.md §2, Q-TD-1).
+
+CPU-decoded chunks are moved to a CUDA device through pinned memory with ``non_blocking=True``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import torch
+
+DECODERS = ("opencv", "decord", "pyav", "auto")
+DEFAULT_CHUNK = 64
+
+
+@dataclass(frozen=True)
+class VideoProbe:
+    """OpenCV's view of a container. ``opened`` False → the other fields are 0 and ``error_detail`` says why."""
+
+    path: str
+    opened: bool
+    fps: float = 0.0
+    container_frame_count: int = 0
+    width: int = 0
+    height: int = 0
+    error_detail: str | None = None
+
+
+def probe_video(path: str | Path) -> VideoProbe:
+    """fps = ``CAP_PROP_FPS`` (0.0 if missing) and N = ``CAP_PROP_FRAME_COUNT`` (container-reported)."""
+    import cv2
+
+    path = str(path)
+    if not Path(path).is_file():
+        return VideoProbe(path, False, error_detail="video file missing")
+    cap = cv2.VideoCapture(path)
+    try:
+        if not cap.isOpened():
+            return VideoProbe(path, False, error_detail="cv2.VideoCapture could not open the file")
+        return VideoProbe(
+            path, True,
+            fps=float(cap.get(cv2.CAP_PROP_FPS) or 0.0),
+            container_frame_count=int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0),
+            width=int(cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0),
+            height=int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0),
+        )
+    finally:
+        cap.release()
+
+
+def _to_device(chunk: torch.Tensor, device: torch.device) -> torch.Tensor:
+    if device.type == "cpu":
+        return chunk if chunk.device.type == "cpu" else chunk.cpu()
+    if chunk.device == device:
+        return chunk
+    if chunk.device.type == "cpu":
+        return chunk.pin_memory().to(device, non_blocking=True)
+    return chunk.to(device)
+
+
+class VideoFrames:
+    """Iterate a video's frames as BGR uint8 tensors ``(≤ chunk_size, H, W, 3)`` on ``device``.
+
+    After (or during) iteration: ``decoder`` is the decoder actually used, ``decoder_fallback`` says why it
+    differs from the one requested (else None), ``decoded_frames`` counts the frames yielded so far and
+    ``decode_error`` holds an error that ended decoding early (the toolkit stops at the first failed read,
+    so this is recorded, never raised).
+    """
+
+    def __init__(self, path: str | Path, *, decoder: str = "opencv", chunk_size: int = DEFAULT_CHUNK,
+                 device: str | torch.device = "cpu", gpu_decode: bool = False) -> None:
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder: expected one of {DECODERS}, got {decoder!r}")
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size: expected >= 1, got {chunk_size}")
+        self.path = str(path)
+        self.requested = decoder
+        self.decoder = "decord" if decoder == "auto" else decoder
+        self.decoder_fallback: str | None = None
+        self.chunk_size = int(chunk_size)
+        self.device = torch.device(device)
+        if gpu_decode and (decoder not in ("decord", "auto") or self.device.type != "cuda"):
+            raise ValueError(f"gpu_decode: needs decoder 'decord'/'auto' and a cuda device, "
+                             f"got decoder {decoder!r} on {self.device}")
+        self.gpu_decode = bool(gpu_decode)
+        self.decoded_frames = 0
+        self.decode_error: str | None = None
+
+    # -- public ------------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        self.decoded_frames = 0
+        self.decode_error = None
+        if self.decoder == "decord":
+            source = self._decord_chunks()
+        elif self.decoder == "pyav":
+            source = self._pyav_chunks()
+        else:
+            source = self._opencv_chunks()
+        for chunk in source:
+            self.decoded_frames += int(chunk.shape[0])
+            yield _to_device(chunk, self.device)
+
+    def fields(self) -> dict:
+        """Per-row record of how the frames were decoded."""
+        return {"decoder": self.decoder, "decoder_fallback": self.decoder_fallback,
+                "decoded_frame_count": self.decoded_frames, "decode_error": self.decode_error}
+
+    # -- decoders ----------------------------------------------------------------------------------
+    def _stack(self, frames: list[np.ndarray]) -> torch.Tensor:
+        return torch.from_numpy(np.stack(frames))
+
+    def _opencv_chunks(self) -> Iterator[torch.Tensor]:
+        import cv2
+
+        cap = cv2.VideoCapture(self.path)
+        try:
+            if not cap.isOpened():
+                self.decode_error = "cv2.VideoCapture could not open the file"
+                return
+            buf: list[np.ndarray] = []
+            while True:
+                ok, frame = cap.read()
+                if not ok:
+                    break
+                buf.append(frame)
+                if len(buf) == self.chunk_size:
+                    yield self._stack(buf)
+                    buf = []
+            if buf:
+                yield self._stack(buf)
+        finally:
+            cap.release()
+
+    def _pyav_chunks(self) -> Iterator[torch.Tensor]:
+        import av
+
+        try:
+            container = av.open(self.path)
+        except Exception as exc:  # noqa: BLE001 - recorded per row, iteration yields nothing
+            self.decode_error = f"pyav open failed: {type(exc).__name__}: {exc}"
+            return
+        try:
+            buf: list[np.ndarray] = []
+            try:
+                for frame in container.decode(video=0):
+                    buf.append(frame.to_ndarray(format="bgr24"))
+                    if len(buf) == self.chunk_size:
+                        yield self._stack(buf)
+                        buf = []
+            except Exception as exc:  # noqa: BLE001 - like a failed cap.read(): stop, but record it
+                self.decode_error = f"pyav decode stopped: {type(exc).__name__}: {exc}"
+                warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=3)
+            if buf:
+                yield self._stack(buf)
+        finally:
+            container.close()
+
+    def _open_decord(self):
+        import decord
+
+        if self.gpu_decode and self.device.type == "cuda":
+            try:
+                reader = decord.VideoReader(self.path, ctx=decord.gpu(self.device.index or 0))
+                self.decoder = "decord-nvdec"
+                return reader
+            except Exception as exc:  # noqa: BLE001 - decord without CUDA: decode on CPU instead
+                warnings.warn(f"{self.path}: decord GPU decode unavailable ({exc}); decoding on CPU",
+                              RuntimeWarning, stacklevel=4)
+                self.decoder_fallback = f"decord gpu unavailable: {exc}"
+        return decord.VideoReader(self.path, ctx=decord.cpu(0))
+
+    def _decord_chunks(self) -> Iterator[torch.Tensor]:
+        try:
+            import decord
+            reader = self._open_decord()
+        except Exception as exc:  # noqa: BLE001 - recorded; `auto` falls back to PyAV, loudly and on the record
+            reason = f"decord failed: {type(exc).__name__}: {exc}"
+            if self.requested != "auto":
+                self.decode_error = reason
+                warnings.warn(f"{self.path}: {reason}", RuntimeWarning, stacklevel=3)
+                return
+            warnings.warn(f"{self.path}: {reason}; falling back to PyAV", RuntimeWarning, stacklevel=3)
+            self.decoder = "pyav"
+            self.decoder_fallback = reason
+            yield from self._pyav_chunks()
+            return
+        n = len(reader)
+        for start in range(0, n, self.chunk_size):
+            idx = list(range(start, min(start + self.chunk_size, n)))
+            try:
+                with decord.bridge.use_torch():
+                    rgb = reader.get_batch(idx)
+            except Exception as exc:  # noqa: BLE001 - like a failed cap.read(): stop, but record it
+                self.decode_error = f"decord decode stopped at frame {start}: {type(exc).__name__}: {exc}"
+                warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=3)
+                return
+            yield rgb.flip(-1).contiguous()   # RGB → BGR

@@ -1,0 +1,59 @@
+"""The main job on the bundled sample set: every reference answer renders (a requirement of the sample set),
+rows land in the store, and a re-run resumes without rendering anything again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import cv2
+
+from prism_fast.dataset.bundled import bundled_dataset_path
+from prism_fast.dataset.loader import load_dataset
+from prism_fast.store import ResultsStore
+
+
+def test_every_bundled_reference_answer_renders(reference_run):
+    opts, summary = reference_run
+    tasks = load_dataset(bundled_dataset_path()).tasks
+    rows = {r["id"]: r for r in ResultsStore(opts.run_dir).read("exec").to_pylist()}
+    assert set(rows) == {t.id for t in tasks}
+    failed = {i: (r["error"] or "")[-300:] for i, r in rows.items() if not r["success"]}
+    assert not failed, f"reference answers that do not render: {json.dumps(failed, indent=1)}"
+    for r in rows.values():
+        assert r["status"] == "ok" and r["exit_status"] == 0 and r["cpu_s"] > 0 and r["peak_rss_mb"] > 0
+    groups = {g["lang"]: g for g in summary["groups"]}
+    assert groups["en"]["exec_pct"] == 100.0 and groups["zh"]["exec_pct"] == 100.0
+
+
+def test_videos_are_ql_854x480_at_15fps(reference_run):
+    opts, _ = reference_run
+    rows = ResultsStore(opts.run_dir).read("exec").to_pylist()
+    for r in rows[:: max(1, len(rows) // 6)]:
+        cap = cv2.VideoCapture(r["video_path"])
+        try:
+            assert (cap.get(cv2.CAP_PROP_FRAME_WIDTH), cap.get(cv2.CAP_PROP_FRAME_HEIGHT)) == (854, 480)
+            assert cap.get(cv2.CAP_PROP_FPS) == 15
+            assert cap.get(cv2.CAP_PROP_FRAME_COUNT) > 15
+        finally:
+            cap.release()
+
+
+def test_rerun_resumes_without_new_rows(reference_run):
+    from prism_fast.pipeline.run import run_eval
+
+    opts, first = reference_run
+    store = ResultsStore(opts.run_dir)
+    before = {s: len(store.part_files(s)) for s in ("tasks", "exec")}
+    second = run_eval(opts)
+    assert {s: len(store.part_files(s)) for s in ("tasks", "exec")} == before
+    assert second["groups"] == first["groups"]
+    manifest = json.loads((opts.run_dir / "run.json").read_text())
+    assert manifest["profile"] == "reference" and manifest["tasks"] == len(load_dataset(bundled_dataset_path()).tasks)
+
+
+def test_bundled_jsonl_matches_its_sources():
+    from prism_fast.dataset.bundled import BUNDLED_JSONL, build_records, render_jsonl
+
+    assert BUNDLED_JSONL.read_text(encoding="utf-8") == render_jsonl(build_records()), (
+        "prism_sample.jsonl is stale: run python -m prism_fast.dataset.bundled")

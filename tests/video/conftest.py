@@ -1,0 +1,39 @@
+"""Session-scoped real Manim render (-ql) shared by the video tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCENE = '''
+from manim import *
+
+class DecodeClip(Scene):
+    def construct(self):
+        square = Square(color=BLUE, fill_opacity=0.6)
+        label = Text("decode", font="DejaVu Sans").to_edge(UP)
+        self.play(Create(square), FadeIn(label), run_time=0.8)
+        self.play(square.animate.shift(2 * RIGHT).set_color(YELLOW), run_time=0.6)
+        self.wait(0.3)
+        self.play(FadeOut(square), run_time=0.4)
+'''
+
+
+def render_scene(source: str, scene: str, workdir: Path) -> Path:
+    """Render ``scene`` from ``source`` with ``manim -ql`` in ``workdir``; return the mp4 path."""
+    script = workdir / "scene.py"
+    script.write_text(source)
+    cmd = [sys.executable, "-m", "manim", "-ql", "--disable_caching", "--media_dir", str(workdir / "media"),
+           "-o", f"{scene}.mp4", str(script), scene]
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=300)
+    videos = list((workdir / "media").rglob(f"{scene}.mp4"))
+    assert proc.returncode == 0 and videos, f"manim render failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    return videos[0]
+
+
+@pytest.fixture(scope="session")
+def decode_video(tmp_path_factory) -> Path:
+    return render_scene(SCENE, "DecodeClip", tmp_path_factory.mktemp("decode_render"))
