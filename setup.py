@@ -30,7 +30,8 @@ INSTALL_REQUIRES = [
     "ray[default]>=2.40,<3",
     "decord==0.6.0",
     "av>=12",
-    "opencv-python>=4.8,<5",  # rapidocr-onnxruntime requires the non-headless build
+    # Exact pin: OpenCV decodes the parity frames (spec D-1). rapidocr-onnxruntime requires the non-headless build.
+    "opencv-python==4.14.0.94",
     "pyarrow>=15",
     "pandas>=2.0",
     "hydra-core>=1.3.2,<1.4",
@@ -61,6 +62,7 @@ setup(
     package_data={
         "prism_fast": ["fixtures/*.jsonl", "fixtures/*/*"],
         "prism_fast.dataset": ["data/*.jsonl", "data/*/*/*"],
+        "prism_fast.execute": ["data/*.json"],
         "prism_fast.conf": ["*.yaml", "*/*.yaml"],
     },
     install_requires=INSTALL_REQUIRES,

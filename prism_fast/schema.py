@@ -54,7 +54,7 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("cpu_s", _F),
         ("peak_rss_mb", _F),
         ("exit_status", _I),
-        ("signal", _I),
+        ("signal", _S),  # e.g. "SIGSEGV"
         ("timed_out", _B),
         ("stderr_tail", _S),
         ("stdout_bytes", _I),
@@ -67,10 +67,25 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("cache_hit", _B),
         ("cache_key", _S),
         ("env_fingerprint", _S),
-        ("fine_type", _S),
-        ("category", _S),
-        ("taxonomy_stage", _S),
-        ("hallucinations", _S),  # JSON list of findings
+        # error taxonomy (execution.md §6-§9): fine type, paper category, and the hallucination checker
+        ("error_stage", _S),
+        ("error_type", _S),
+        ("error_type_display", _S),
+        ("error_flags", _S),  # JSON list
+        ("error_category", _S),
+        ("error_category_display", _S),
+        ("error_matched_pattern", _S),
+        ("error_rule", _I),
+        ("error_msg", _S),
+        ("code_parse_error", _S),
+        ("hallucination_count", _I),
+        ("hallucination_static_count", _I),
+        ("hallucination_findings", _S),  # JSON list
+        ("unresolved_names", _S),  # JSON list
+        ("hallucination_keyword_findings", _S),  # JSON list
+        ("hallucination_name_findings_enabled", _B),
+        ("hallucination_notes", _S),  # JSON list
+        ("hallucination_checker_version", _S),
     ],
 }
 

@@ -16,17 +16,35 @@ RESTARTS = dict(max_restarts=3, max_task_retries=2)
 
 @ray.remote(num_cpus=1, **RESTARTS)
 class RenderActor:
-    """One per CPU: renders a script in the sandbox and returns the Exec row."""
+    """One per CPU: renders a script in the sandbox and returns the Exec row (with its error taxonomy).
 
-    def __init__(self, render_cfg, profile: Profile, out_dir: str):
-        from prism_fast.execute import render  # noqa: F401  (import once per worker)
+    With ``prefork`` the actor keeps a warm manim process that forks one contained child per sample
+    (``execute.worker``; rows and videos identical to the plain CLI path, tested), saving the interpreter and
+    manim import of every sample.
+    """
 
+    def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True):
         self.render_cfg, self.profile, self.out_dir = render_cfg, profile, out_dir
+        self.worker = None
+        if prefork:
+            from prism_fast.execute.render import prefork_worker
+
+            self.worker = prefork_worker(render_cfg)
 
     def render(self, sample_id: str, script: str) -> dict:
         from prism_fast.execute.render import render_one
+        from prism_fast.execute.taxonomy import taxonomy_fields
 
-        return render_one(sample_id, script, self.out_dir, self.render_cfg, self.profile)
+        runner = self.worker.run if self.worker is not None else None
+        row = render_one(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner=runner)
+        # Classification needs only the script and the render row (execution.md §8).
+        row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
+        return row
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
 
 
 @ray.remote(num_cpus=1, **RESTARTS)

@@ -51,6 +51,7 @@ class EvalOptions:
     profile: Profile
     render: object  # prism_fast.execute.render.RenderConfig
     render_workers: int | None = None
+    render_prefork: bool = True
     restrict_to_predictions: bool = False
     retry_failed: bool = False
     text_expand: bool = True
@@ -97,6 +98,7 @@ def options_from_config(cfg) -> EvalOptions:
         profile=profile,
         render=render_config_from_mapping(OmegaConf.to_container(cfg.render, resolve=True), Path(cfg.runs_root)),
         render_workers=cfg.render.get("workers"),
+        render_prefork=bool(cfg.render.get("prefork", True)),
         restrict_to_predictions=restrict,
         retry_failed=bool(cfg.retry_failed),
         text_expand=bool(cfg.metrics.text_expand.enabled),
@@ -242,25 +244,33 @@ def task_rows(opts: EvalOptions, tasks: list[Task], inputs: list[ScriptInput], s
 
 
 # -- stages ------------------------------------------------------------------------------------------------
+# A task without a reply is an empty generation for the taxonomy (execution.md §4: it counts as a failure).
+_GENERATION_STATUS = {"missing": "empty_after_cleanup", "empty_after_cleanup": "empty_after_cleanup",
+                      "provider_error": "provider_error"}
+
+
 def run_exec_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInput], progress) -> None:
     import ray
 
+    from prism_fast.execute.taxonomy import taxonomy_fields
     from prism_fast.pipeline.actors import RenderActor
     from prism_fast.schema import normalize_status
 
     jobs = pending_jobs(store, "exec", opts.model_name, (Job(i.language, i.id, (i.script,)) for i in inputs),
                         opts.retry_failed)
     no_script = {i.id: i for i in inputs if i.script is None}
-    immediate = [  # nothing to render: an Exec failure, recorded as such
+    immediate = [  # nothing to render: an Exec failure, recorded and classified as such
         {"lang": j.lang, "id": j.id, "status": "error", "error_kind": "no_script",
          "error_detail": no_script[j.id].clean_status, "success": False, "skipped": False,
-         "error": f"no script ({no_script[j.id].clean_status})"}
+         "error": f"no script ({no_script[j.id].clean_status})",
+         **taxonomy_fields(code=None, render_row=None, script_id=j.id,
+                           generation_status=_GENERATION_STATUS.get(no_script[j.id].clean_status, "empty_after_cleanup"))}
         for j in jobs if j.id in no_script]
     jobs = [j for j in jobs if j.id not in no_script]
     model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
     n = int(opts.render_workers or ray.cluster_resources().get("CPU", 1))
     run_actor_stage("exec", store, opts.model_name, opts.profile.name, jobs,
-                    lambda: RenderActor.remote(opts.render, opts.profile, model_dir), "render", n, progress,
+                    lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork), "render", n, progress,
                     immediate, lambda job, exc: {"success": False, "skipped": False, "error": "render worker lost"},
                     transform=lambda row: normalize_status(row, "exec_status", skipped_values=("skipped",)))
 

@@ -94,6 +94,11 @@ def run_actor_stage(
             stream_map(actors, method, ((j.id, *j.args) for j in jobs), on_result, on_error)
         finally:
             sink.flush()
+            closing = [a.close.remote() for a in actors if hasattr(a, "close")]
+            try:
+                ray.get(closing, timeout=30)
+            except Exception:  # an actor that cannot close cleanly is killed below anyway
+                pass
             for a in actors:
                 ray.kill(a)
     sink.flush()

@@ -1,10 +1,11 @@
-"""The end-of-run summary: per (model, language) funnel counts and rates over all tasks, render times, and
-where the wall time went."""
+"""The end-of-run summary: per (model, language) funnel counts and rates over all tasks, the metric means,
+render times, and where the wall time went."""
 
 from __future__ import annotations
 
 import statistics
 
+from prism_fast.schema import STAGE_FIELDS
 from prism_fast.store import ResultsStore
 
 
@@ -12,40 +13,76 @@ def _pct(num: int, den: int) -> float | None:
     return round(100.0 * num / den, 2) if den else None
 
 
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.fmean(values), 4) if values else None
+
+
+def _rows(store: ResultsStore, stage: str, model: str) -> dict:
+    if stage not in STAGE_FIELDS:
+        return {}
+    return {(r["lang"], r["id"]): r for r in store.read(stage).to_pylist() if r["model"] == model}
+
+
 def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings: dict[str, float]) -> dict:
     wanted = set(task_ids)
     tasks = [r for r in store.read("tasks").to_pylist() if r["model"] == model and r["id"] in wanted]
-    exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == model}
+    exec_rows, audit_rows = _rows(store, "exec", model), _rows(store, "audit", model)
+    td_rows, te_rows = _rows(store, "td", model), _rows(store, "text_expand", model)
     groups = []
     for lang in sorted({t["lang"] for t in tasks}):
-        ids = [t["id"] for t in tasks if t["lang"] == lang]
-        rows = [exec_rows.get((lang, i)) for i in ids]
-        ok = [r for r in rows if r and r.get("success")]
+        keys = [(lang, t["id"]) for t in tasks if t["lang"] == lang]
+        n = len(keys)
+        ex = [exec_rows.get(k) for k in keys]
+        ok = [r for r in ex if r and r.get("success")]
         times = [r["runtime_sec"] for r in ok if r.get("runtime_sec") is not None and not r.get("skipped")]
-        fine: dict[str, int] = {}
-        for r in rows:
+        failures: dict[str, int] = {}
+        for r in ex:
             if r and not r.get("success"):
-                key = r.get("fine_type") or r.get("error_kind") or "unclassified"
-                fine[key] = fine.get(key, 0) + 1
-        groups.append({
-            "model": model, "lang": lang, "tasks": len(ids),
-            "exec_ok": len(ok), "exec_pct": _pct(len(ok), len(ids)),
-            "not_run": sum(r is None for r in rows),
-            "render_mean_s": round(statistics.fmean(times), 3) if times else None,
-            "render_median_s": round(statistics.median(times), 3) if times else None,
-            "failures_by_type": fine,
-        })
+                key = r.get("error_type") or r.get("error_kind") or "unclassified"
+                failures[key] = failures.get(key, 0) + 1
+        group = {
+            "model": model, "lang": lang, "tasks": n,
+            "exec_ok": len(ok), "exec_pct": _pct(len(ok), n),
+            "not_run": sum(r is None for r in ex),
+            "render_mean_s": _mean(times), "render_median_s": round(statistics.median(times), 3) if times else None,
+            "failures_by_type": failures,
+        }
+        if audit_rows:
+            passed = sum(1 for k in keys if (audit_rows.get(k) or {}).get("visual_structure_pass") == 1)
+            group.update(spatial_pass=passed, spatial_pct=_pct(passed, n))
+        if td_rows:
+            rendered = [td_rows[k] for k in keys if k in td_rows and td_rows[k].get("render_success")]
+            group.update(td_center_mean_rendered=_mean(r.get("td_center") for r in rendered),
+                         u_td_mean_all=_mean([(td_rows.get(k) or {}).get("u_td") or 0.0 for k in keys]))
+        if te_rows:
+            group["text_expand_ratio_mean"] = _mean(
+                (te_rows.get(k) or {}).get("text_expand_ratio_raw") for k in keys
+                if (te_rows.get(k) or {}).get("status") == "ok")
+        groups.append(group)
     return {"groups": groups, "stage_seconds": {k: round(v, 2) for k, v in timings.items()}}
 
 
+COLUMNS = [  # (header, key)
+    ("model", "model"), ("lang", "lang"), ("tasks", "tasks"), ("Exec %", "exec_pct"),
+    ("Spatial %", "spatial_pct"), ("TD_c (rendered)", "td_center_mean_rendered"), ("uTD (all)", "u_td_mean_all"),
+    ("TextExpand", "text_expand_ratio_mean"), ("render mean s", "render_mean_s"),
+]
+
+
 def format_summary(summary: dict) -> str:
-    head = "| model | lang | tasks | Exec ok | Exec % | render mean s | render median s | failures |"
-    lines = ["## prism_fast summary (denominator: all tasks)", "", head, "|" + "---|" * (head.count("|") - 1)]
-    for g in summary["groups"]:
-        fails = ", ".join(f"{k}={v}" for k, v in sorted(g["failures_by_type"].items())) or "-"
-        lines.append(
-            f"| {g['model']} | {g['lang']} | {g['tasks']} | {g['exec_ok']} | {g['exec_pct']} | "
-            f"{g['render_mean_s']} | {g['render_median_s']} | {fails} |"
-        )
+    groups = summary["groups"]
+    cols = [(h, k) for h, k in COLUMNS if any(k in g for g in groups)] + [("failures", None)]
+    lines = ["## prism_fast summary (denominator: all tasks)", "",
+             "| " + " | ".join(h for h, _ in cols) + " |", "|" + "---|" * len(cols)]
+    for g in groups:
+        cells = []
+        for _, k in cols:
+            if k is None:
+                cells.append(", ".join(f"{t}={c}" for t, c in sorted(g["failures_by_type"].items())) or "-")
+            else:
+                v = g.get(k)
+                cells.append("-" if v is None else str(v))
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Stage wall time (s): " + ", ".join(f"{k}={v}" for k, v in summary["stage_seconds"].items())]
     return "\n".join(lines) + "\n"

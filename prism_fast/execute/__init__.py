@@ -1,0 +1,1 @@
+"""prism_fast.execute stage."""

@@ -1,0 +1,303 @@
+"""Render one generated script with the authors' semantics (spec execution.md §2), inside the sandbox.
+
+Reference behaviour reproduced here (``scripts/render_directory.py``):
+
+* scene = first regex match (Q-EXEC-1), else error ``Scene class not found`` with runtime 0;
+* ``<manim> -ql <script> <Scene> --media_dir <fresh tmp>/media -o <id>.mp4 --progress_bar none``;
+* success = exit 0 and an mp4 under the media dir (``<id>.mp4`` first, else the first ``*.mp4``, never in
+  ``partial_movie_files``); the mp4 is moved to ``<out_dir>/videos/<id>.mp4``;
+* errors: non-zero exit -> ``(stderr or stdout or "render failed").strip()[-4000:]``; exit 0 without mp4 ->
+  ``render succeeded but final mp4 not found``; timeout -> ``timeout after {T}s: render timed out after {T}s``
+  (Q-EXEC-2; improved appends the decoded partial stderr instead);
+* ``runtime_sec`` = wall time of the subprocess; an existing ``<id>.mp4`` is a skipped success (Q-FUNNEL-2).
+
+Deliberate, documented differences that do not change the video or the success verdict:
+
+* The script is copied into its own temp directory (``render_<id[:32]>_*``), which is also the cwd, so it
+  cannot overwrite results or other samples' files. The toolkit runs scripts in place with the toolkit's
+  repo root as cwd; scripts that read relative asset paths from that root, import sibling scripts, or print
+  ``__name__`` / ``__file__`` behave differently.
+* A folder-wide ``manim.cfg`` in the cwd sets only ``notify_outdated_version = False`` (no PyPI check;
+  manim documents that the check does not affect outputs).
+* stdin is ``/dev/null``: when manim would prompt for a scene choice it reads EOF and exits 1.
+* Output text is decoded as UTF-8 with replacement (the toolkit's strict locale decoding would crash the
+  whole run on invalid bytes).
+* The environment is an allow-list (sandbox.ENV_ALLOW); ``HOME`` is the sample directory, so a user-wide
+  ``~/.config/manim/manim.cfg`` is never read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from prism_fast.execute import sandbox
+from prism_fast.execute.cache import RenderCache, render_cache_key
+from prism_fast.execute.fingerprint import fingerprint_hash
+from prism_fast.execute.scene_select import select_scene
+from prism_fast.profile import REFERENCE, Profile
+
+log = logging.getLogger(__name__)
+
+# Closed set of row statuses and error kinds of this stage.
+STATUSES = ("ok", "skipped", "failed", "timeout")
+ERROR_KINDS = ("scene_not_found", "exit_nonzero", "killed_by_signal", "no_mp4", "timeout", "sandbox_error",
+               "mp4_copy_failed")
+
+ERR_SCENE_NOT_FOUND = "Scene class not found"
+ERR_NO_MP4 = "render succeeded but final mp4 not found"
+ERR_FAILED_DEFAULT = "render failed"
+ERROR_TAIL_CHARS = 4000  # non-zero exit: last 4000 characters
+TIMEOUT_TAIL_CHARS = 3500  # timeout text: last 3500 characters
+
+MANIM_CFG = "[CLI]\nnotify_outdated_version = False\n"
+
+
+@dataclass(frozen=True)
+class RenderConfig:
+    """Everything that decides how one script is rendered. Plain values only."""
+
+    quality_flag: str = "-ql"
+    timeout_s: int = 600  # <= 0: no timeout (as in the toolkit)
+    manim_bin: str = field(default_factory=lambda: os.environ.get("MANIM_BIN", "manim"))
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    # RLIMIT_CPU per process = this × timeout_s (+10 s) when limits.cpu_seconds is None and a timeout is set.
+    # Large enough that it never fires before the wall-clock timeout unless several cores spin.
+    cpu_seconds_per_wall_second: float = 4.0
+    output_head_bytes: int = 64 * 1024
+    output_tail_bytes: int = 256 * 1024
+    stderr_tail_chars: int = 2000  # the `stderr_tail` field of our rows
+    tmp_root: str | None = None  # default: <system temp>/prism_fast_render
+    isolate_network: bool = True
+    readonly_paths: tuple[str, ...] = ()  # extra paths the script must not write (inputs, caches, project)
+    protect_tmp_root: bool = True  # other samples' temp dirs are read-only for this sample
+    disable_version_check: bool = True
+    keep_temp: bool = False  # debugging only: leave the temp dir behind
+    cache_dir: str | None = None  # content-addressed render cache (cache.py); None = off
+
+
+def render_settings(cfg: RenderConfig) -> dict:
+    """The settings that can change a render's outcome (part of the cache key)."""
+    return {
+        "quality_flag": cfg.quality_flag, "timeout_s": cfg.timeout_s, "limits": asdict(cfg.limits),
+        "cpu_seconds_per_wall_second": cfg.cpu_seconds_per_wall_second,
+        "output_head_bytes": cfg.output_head_bytes, "output_tail_bytes": cfg.output_tail_bytes,
+        "isolate_network": cfg.isolate_network, "disable_version_check": cfg.disable_version_check,
+    }
+
+
+def _timeout_label(timeout_s) -> str:
+    """The toolkit formats the argparse int: 600 -> "600"."""
+    if isinstance(timeout_s, float) and timeout_s.is_integer():
+        return str(int(timeout_s))
+    return str(timeout_s)
+
+
+def find_final_mp4(media_dir: Path, output_name: str) -> Path | None:
+    """The toolkit's rule: sorted exact-name matches first, else the first sorted ``*.mp4``; never a file with
+    a ``partial_movie_files`` path component."""
+    exact = sorted(p for p in media_dir.rglob(output_name) if "partial_movie_files" not in p.parts)
+    if exact:
+        return exact[0]
+    others = sorted(p for p in media_dir.rglob("*.mp4") if "partial_movie_files" not in p.parts)
+    return others[0] if others else None
+
+
+def manim_command(manim_bin: str, script: Path, scene: str, media_dir: Path, sample_id: str,
+                  quality_flag: str = "-ql") -> list[str]:
+    """The authors' command line."""
+    return [manim_bin, quality_flag, str(script), scene, "--media_dir", str(media_dir), "-o", f"{sample_id}.mp4",
+            "--progress_bar", "none"]
+
+
+def _resolve_bin(manim_bin: str) -> str:
+    return shutil.which(manim_bin) or manim_bin
+
+
+def _tmp_root(cfg: RenderConfig) -> Path:
+    root = Path(cfg.tmp_root) if cfg.tmp_root else Path(tempfile.gettempdir()) / "prism_fast_render"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin: str) -> dict:
+    return {
+        # the toolkit's fields, in its order
+        "id": sample_id, "file_path": file_path, "success": False, "skipped": False, "video_path": None,
+        "runtime_sec": 0.0, "error": None,
+        # ours
+        "status": "failed", "error_kind": None, "error_detail": None,
+        "scene_class": None, "scene_select_method": None, "scene_select_detail": None,
+        "wall_s": 0.0, "cpu_s": 0.0, "peak_rss_mb": 0.0, "exit_status": None, "signal": None,
+        "timed_out": False, "stderr_tail": None, "stdout_bytes": 0, "stderr_bytes": 0, "output_truncated": False,
+        "net_isolated": False, "fs_readonly": False, "pids_limit": "none", "caps_dropped": False,
+        "backend": None, "cache_hit": False, "cache_key": None, "profile": profile.name,
+        "env_fingerprint": fingerprint_hash(manim_bin),
+    }
+
+
+Runner = Callable[[sandbox.SandboxSpec], sandbox.SandboxResult]
+
+
+def _backend_name(runner: Runner | None) -> str:
+    if runner is None:
+        return "cli"
+    owner = getattr(runner, "__self__", runner)  # a bound method: PreforkWorker.run
+    return getattr(owner, "backend_name", "custom")
+
+
+def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg: RenderConfig = RenderConfig(),
+               profile: Profile = REFERENCE, file_path: str | None = None, runner: Runner | None = None) -> dict:
+    """Render one script and return its row. Never raises for anything the script does.
+
+    ``out_dir/videos/<id>.mp4`` receives the video. ``file_path`` is recorded as the toolkit's ``file_path``
+    (the input script's path); default ``<id>.py``. ``runner`` runs the manim command: the default execs it
+    in the sandbox (``sandbox.run_sandboxed``, backend "cli"); a ``worker.PreforkWorker``'s ``run`` forks it
+    from a warm manim process (backend "prefork", see :func:`prefork_worker`).
+    """
+    manim_bin = _resolve_bin(cfg.manim_bin)
+    row = _base_row(sample_id, file_path if file_path is not None else f"{sample_id}.py", profile, manim_bin)
+    row["backend"] = _backend_name(runner)
+    videos = Path(out_dir) / "videos"
+    dest = videos / f"{sample_id}.mp4"
+
+    if not profile.fixes("Q-FUNNEL-2") and dest.exists():
+        # Q-FUNNEL-2 reference: an existing video is trusted as a success without rendering.
+        row.update(success=True, skipped=True, video_path=str(dest), status="skipped")
+        return row
+
+    choice = select_scene(script_text, profile)  # Q-EXEC-1 is decided inside select_scene
+    row.update(scene_class=choice.name, scene_select_method=choice.method, scene_select_detail=choice.detail)
+    if choice.name is None:
+        row.update(error=ERR_SCENE_NOT_FOUND, error_kind="scene_not_found", error_detail=ERR_SCENE_NOT_FOUND)
+        return row
+
+    videos.mkdir(parents=True, exist_ok=True)
+    cache = key = None
+    if cfg.cache_dir:
+        cache = RenderCache(cfg.cache_dir)
+        key = render_cache_key(
+            script_text=script_text, sample_id=sample_id, scene=choice.name, render_settings=render_settings(cfg),
+            exec_switches={q: profile.fixes(q) for q in ("Q-EXEC-1", "Q-EXEC-2")},
+            env_fingerprint=row["env_fingerprint"])
+        hit = cache.get(key, dest)
+        if hit is not None:
+            hit.update(file_path=row["file_path"], profile=profile.name)
+            return hit
+
+    tmp_root = _tmp_root(cfg)
+    work = Path(tempfile.mkdtemp(prefix=f"render_{sample_id[:32]}_", dir=str(tmp_root)))
+    try:
+        row = _render_in(work, tmp_root, sample_id, script_text, choice.name, dest, cfg, profile, manim_bin,
+                         row, Path(out_dir), runner or sandbox.run_sandboxed)
+    finally:
+        if not cfg.keep_temp:
+            shutil.rmtree(work, ignore_errors=True)
+    if cache is not None:
+        cache.put(key, row)
+        row["cache_key"] = key
+    return row
+
+
+def _copy_regular_file(src: Path, dest: Path) -> None:
+    """Copy the child's mp4 without following a symlink it may have planted (e.g. to /dev/zero or a secret)."""
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{src.name} is not a regular file")
+        partial = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+        with os.fdopen(os.dup(fd), "rb") as fin, open(partial, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+        os.replace(partial, dest)
+    finally:
+        os.close(fd)
+
+
+def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, scene: str, dest: Path,
+               cfg: RenderConfig, profile: Profile, manim_bin: str, row: dict, out_dir: Path, runner: Runner) -> dict:
+    script = work / f"{sample_id}.py"
+    script.write_text(script_text, encoding="utf-8")
+    media_dir = work / "media"
+    media_dir.mkdir()
+    if cfg.disable_version_check:
+        (work / "manim.cfg").write_text(MANIM_CFG, encoding="utf-8")
+
+    limits = cfg.limits
+    if limits.cpu_seconds is None and cfg.timeout_s and cfg.timeout_s > 0:
+        limits = replace(limits, cpu_seconds=int(cfg.timeout_s * cfg.cpu_seconds_per_wall_second) + 10)
+    # Results, caches and other samples' temp dirs are read-only for the script (when a mount namespace exists).
+    readonly = (str(out_dir), *cfg.readonly_paths, *((str(tmp_root),) if cfg.protect_tmp_root else ()),
+                *((cfg.cache_dir,) if cfg.cache_dir and Path(cfg.cache_dir).exists() else ()))
+    spec = sandbox.SandboxSpec(
+        argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag),
+        cwd=str(work),
+        env=sandbox.scrub_env(os.environ, home=str(work)),
+        timeout_s=cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None,
+        limits=limits,
+        output_head_bytes=cfg.output_head_bytes,
+        output_tail_bytes=cfg.output_tail_bytes,
+        isolate_network=cfg.isolate_network,
+        readonly_paths=readonly,
+    )
+    res = runner(spec)
+    stderr_text = res.stderr.text()
+    stdout_text = res.stdout.text()
+    row.update(
+        runtime_sec=res.wall_s, wall_s=res.wall_s, cpu_s=res.cpu_s, peak_rss_mb=res.peak_rss_mb,
+        exit_status=res.exit_status, signal=res.signal, timed_out=res.timed_out,
+        stderr_tail=stderr_text[-cfg.stderr_tail_chars:] if cfg.stderr_tail_chars else "",
+        stdout_bytes=res.stdout.total_bytes, stderr_bytes=res.stderr.total_bytes,
+        output_truncated=res.stdout.truncated or res.stderr.truncated,
+        net_isolated=res.net_isolated, fs_readonly=res.fs_readonly, pids_limit=res.pids_limit,
+        caps_dropped=res.caps_dropped,
+    )
+    if res.launch_error:
+        row.update(error=f"render failed: {res.launch_error}", error_kind="sandbox_error",
+                   error_detail=res.launch_error)
+        return row
+
+    label = _timeout_label(cfg.timeout_s)
+    if res.timed_out:
+        if profile.fixes("Q-EXEC-2"):  # Q-EXEC-2 improved: keep the decoded partial output
+            text = (stderr_text or stdout_text or f"render timed out after {label}s").strip()
+        else:  # Q-EXEC-2 reference: POSIX partial output is bytes and is dropped
+            text = f"render timed out after {label}s"
+        row.update(status="timeout", error=f"timeout after {label}s: {text[-TIMEOUT_TAIL_CHARS:]}",
+                   error_kind="timeout", error_detail=f"killed after {res.wall_s:.1f}s wall")
+        return row
+
+    if res.returncode != 0:
+        error = (stderr_text or stdout_text or ERR_FAILED_DEFAULT).strip()[-ERROR_TAIL_CHARS:]
+        kind = "killed_by_signal" if res.signal else "exit_nonzero"
+        detail = f"signal {res.signal}" if res.signal else f"exit status {res.exit_status}"
+        row.update(error=error, error_kind=kind, error_detail=detail)
+        return row
+
+    final = find_final_mp4(media_dir, f"{sample_id}.mp4")
+    if final is None:
+        row.update(error=ERR_NO_MP4, error_kind="no_mp4", error_detail=ERR_NO_MP4)
+        return row
+    try:
+        _copy_regular_file(final, dest)
+    except OSError as exc:
+        row.update(error=f"render succeeded but mp4 copy failed: {exc}", error_kind="mp4_copy_failed",
+                   error_detail=f"{type(exc).__name__}: {exc}")
+        return row
+    row.update(success=True, video_path=str(dest), status="ok")
+    return row
+
+
+def prefork_worker(cfg: RenderConfig):
+    """A started ``worker.PreforkWorker`` whose import-time manim configuration matches this config's sample
+    directories. Pass its ``run`` as ``render_one(..., runner=worker.run)``; ``close()`` it when done."""
+    from prism_fast.execute.worker import PreforkWorker
+
+    worker = PreforkWorker(_resolve_bin(cfg.manim_bin), manim_cfg=MANIM_CFG if cfg.disable_version_check else None)
+    worker.start()
+    return worker

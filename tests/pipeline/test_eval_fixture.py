@@ -1,0 +1,53 @@
+"""model=fixture through the whole pipeline: cleaning → sandboxed render → taxonomy, rows in the store.
+(Every fixture's classification is covered by tests/execute/test_taxonomy.py; this checks the wiring on a
+subset that spans the stages of the funnel.)"""
+
+from __future__ import annotations
+
+import json
+
+from prism_fast.fixtures import bundled_responses_path
+from prism_fast.store import ResultsStore
+
+from tests.pipeline.conftest import compose_config
+
+INTENTS = {r["id"]: r["intent"] for r in map(json.loads, bundled_responses_path().read_text().splitlines())}
+
+
+def _pick(pred):
+    return next(i for i, intent in INTENTS.items() if pred(intent))
+
+
+def test_fixture_model_rows_carry_the_taxonomy(tmp_path):
+    from prism_fast.pipeline.run import options_from_config, run_eval
+
+    chosen = {
+        "clean": _pick(lambda t: t["fine_type"] is None and t["spatial"] is None),
+        "empty": _pick(lambda t: t["fine_type"] == "empty_output"),
+        "pollution": _pick(lambda t: t["fine_type"] == "format_contamination"),
+        "hallucination": _pick(lambda t: t["fine_type"] == "api_hallucination"),
+        "misuse": _pick(lambda t: t["fine_type"] == "api_misuse"),
+    }
+    ids = ",".join(chosen.values())
+    cfg = compose_config("model=fixture", f"runs_root={tmp_path}", f"dataset.ids=[{ids}]", "cluster.num_cpus=2",
+                         "metrics.td.enabled=false")
+    opts = options_from_config(cfg)
+    summary = run_eval(opts)
+    store = ResultsStore(opts.run_dir)
+    tasks = {r["id"]: r for r in store.read("tasks").to_pylist()}
+    rows = {r["id"]: r for r in store.read("exec").to_pylist()}
+    assert set(rows) == set(chosen.values())
+
+    clean = rows[chosen["clean"]]
+    assert clean["success"] and clean["status"] == "ok" and clean["error_type"] is None
+    empty = rows[chosen["empty"]]
+    assert not empty["success"] and empty["error_kind"] == "no_script" and empty["error_type"] == "empty_output"
+    assert tasks[chosen["empty"]]["has_script"] is False
+    for name in ("pollution", "hallucination", "misuse"):
+        sid = chosen[name]
+        assert rows[sid]["error_type"] == INTENTS[sid]["fine_type"], (name, rows[sid]["error_msg"])
+        assert rows[sid]["error_category"] == INTENTS[sid]["category"]
+    assert json.loads(tasks[chosen["pollution"]]["format_pollution"]) is not None
+    assert json.loads(rows[chosen["hallucination"]]["hallucination_findings"])
+    (group,) = [g for g in summary["groups"] if g["lang"] == "en"] or summary["groups"][:1]
+    assert sum(g["tasks"] for g in summary["groups"]) == len(chosen)
