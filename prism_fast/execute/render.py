@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import stat
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
@@ -117,7 +118,15 @@ def manim_command(manim_bin: str, script: Path, scene: str, media_dir: Path, sam
 
 
 def _resolve_bin(manim_bin: str) -> str:
-    return shutil.which(manim_bin) or manim_bin
+    """PATH lookup first; a bare ``manim`` not on PATH (a venv used without activating it, as ``make test``
+    does) resolves to the manim installed beside this interpreter."""
+    found = shutil.which(manim_bin)
+    if found:
+        return found
+    beside = Path(sys.executable).with_name(manim_bin)
+    if os.sep not in manim_bin and beside.exists():
+        return str(beside)
+    return manim_bin
 
 
 def _tmp_root(cfg: RenderConfig) -> Path:

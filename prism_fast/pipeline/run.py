@@ -148,8 +148,6 @@ def render_config_from_mapping(r: dict, runs_root: Path):
     )
     if r.get("manim_bin"):
         kwargs["manim_bin"] = r["manim_bin"]
-    elif Path(sys.executable).with_name("manim").exists():
-        kwargs["manim_bin"] = str(Path(sys.executable).with_name("manim"))  # this environment's manim
     if lim.get("output_bytes"):
         kwargs["output_tail_bytes"] = int(lim["output_bytes"])
     return RenderConfig(**kwargs)
@@ -268,6 +266,15 @@ def run_exec_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptIn
         for j in jobs if j.id in no_script]
     jobs = [j for j in jobs if j.id not in no_script]
     model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
+    # The store is the resume authority: a video without a row is left by a run killed between the render and
+    # the row's flush. render_one would trust it (Q-FUNNEL-2) and write a "skipped" row with runtime 0, so a
+    # resumed run would differ from a clean one; re-render instead.
+    orphans = [p for j in jobs if (p := Path(model_dir) / "videos" / f"{j.id}.mp4").exists()]
+    for p in orphans:
+        p.unlink()
+    if orphans:
+        log.warning("re-rendering %d sample(s) whose video has no row (interrupted run): %s", len(orphans),
+                    ", ".join(p.stem for p in orphans[:10]))
     n = int(opts.render_workers or ray.cluster_resources().get("CPU", 1))
     run_actor_stage("exec", store, opts.model_name, opts.profile.name, jobs,
                     lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork), "render", n, progress,
