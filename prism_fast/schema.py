@@ -115,6 +115,27 @@ STAGE_FIELDS["text_expand"] = [
     ("quirks_fixed", _S),
 ]
 
+STAGE_FIELDS["audit"] = [
+    # the authors' audit row (spatial_audit.md §10.2), then ours
+    ("file_path", _S),
+    ("audit_success", _I),
+    ("runtime_sec", _F),
+    ("segment_count", _I),
+    ("visual_structure_rate", _F),
+    ("visual_structure_pass", _I),
+    ("visual_issue_total", _I),
+    ("visual_issue_breakdown", _S),  # JSON {out_of_bounds, overlaps, leaks}
+    ("error_msg", _S),
+    ("visual_audit_report", _S),  # JSON per-scene, per-segment findings
+    ("audit_status", _S),  # the core's status: ok | audit_failed | timeout | no_script
+    ("audit_mode", _S),  # fast | full
+    ("returncode", _I),
+    ("scene_errors", _S),  # JSON list
+    ("engine", _S),  # JSON: snapshots, atoms, point-edge tests, geometry backends
+    ("quirks_not_implemented", _S),  # JSON list
+    ("report_path", _S),
+]
+
 STAGE_FIELDS["td"] = [
     ("td_status", _S),  # the core's status: ok | no_video | decode_failed | zero_duration
     ("source_id", _S),

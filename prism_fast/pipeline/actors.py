@@ -48,6 +48,23 @@ class RenderActor:
 
 
 @ray.remote(num_cpus=1, **RESTARTS)
+class AuditActor:
+    """One per CPU: audits a script in its own process (spatial audit, fast path) and returns the row."""
+
+    def __init__(self, audit_cfg, profile: Profile, work_dir: str):
+        self.audit_cfg, self.profile, self.work_dir = audit_cfg, profile, work_dir
+
+    def audit(self, sample_id: str, script: str) -> dict:
+        from pathlib import Path
+
+        from prism_fast.audit.runner import audit_one
+
+        row = audit_one(sample_id, script, self.work_dir, self.audit_cfg, self.profile)
+        row["report_path"] = str(Path(self.work_dir) / "audits" / sample_id / "audit_report.json")
+        return row
+
+
+@ray.remote(num_cpus=1, **RESTARTS)
 class VideoMetricsActor:
     """TD (and later PADVC) over one rendered video. Asks for a GPU fraction when the cluster has GPUs
     (see ``run.py``); decoding stays on CPU for reference numbers (spec D-1)."""

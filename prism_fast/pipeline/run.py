@@ -55,6 +55,8 @@ class EvalOptions:
     restrict_to_predictions: bool = False
     retry_failed: bool = False
     text_expand: bool = True
+    audit: bool = True
+    audit_cfg: object = None  # prism_fast.audit.config.AuditConfig
     td: bool = True
     td_tau: int = 25
     metrics_device: str = "cpu"
@@ -102,6 +104,8 @@ def options_from_config(cfg) -> EvalOptions:
         restrict_to_predictions=restrict,
         retry_failed=bool(cfg.retry_failed),
         text_expand=bool(cfg.metrics.text_expand.enabled),
+        audit=bool(cfg.audit.enabled),
+        audit_cfg=audit_config_from_mapping(OmegaConf.to_container(cfg.audit, resolve=True)),
         td=bool(cfg.metrics.td.enabled),
         td_tau=int(cfg.metrics.td.tau),
         metrics_device=str(cfg.metrics.device),
@@ -113,6 +117,20 @@ def options_from_config(cfg) -> EvalOptions:
         ray_runtime_env=OmegaConf.to_container(cfg.cluster.runtime_env) or {},
         config_snapshot=OmegaConf.to_container(cfg, resolve=True),
     )
+
+
+def audit_config_from_mapping(a: dict):
+    """conf/audit/*.yaml → audit.config.AuditConfig (same field names; unknown keys are an error)."""
+    from dataclasses import fields
+
+    from prism_fast.audit.config import AuditConfig
+
+    known = {f.name for f in fields(AuditConfig)}
+    values = {k: v for k, v in a.items() if k != "enabled"}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise KeyError(f"unknown audit setting(s) {unknown}; see prism_fast/audit/config.py")
+    return AuditConfig(**values)
 
 
 def _td_params(cfg) -> dict:
@@ -307,6 +325,30 @@ def run_text_expand_stage(opts: EvalOptions, store: ResultsStore, tasks: list[Ta
     bar.close()
 
 
+def run_audit_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInput], progress) -> None:
+    """Spatial audit of every script, independently of its render (Q-FUNNEL-1: reference audits failed
+    renders too). A task without a script gets an error row, so Spatial counts it as a failure."""
+    import ray
+
+    from prism_fast.pipeline.actors import AuditActor
+    from prism_fast.schema import normalize_status
+
+    jobs = pending_jobs(store, "audit", opts.model_name, (Job(i.language, i.id, (i.script,)) for i in inputs),
+                        opts.retry_failed)
+    no_script = {i.id for i in inputs if i.script is None}
+    immediate = [{"lang": j.lang, "id": j.id, "status": "error", "error_kind": "no_script", "audit_success": 0,
+                  "segment_count": 0, "visual_structure_rate": 0.0, "visual_structure_pass": 0,
+                  "audit_status": "no_script"} for j in jobs if j.id in no_script]
+    jobs = [j for j in jobs if j.id not in no_script]
+    work_dir = str(model_output_dir(opts) / "audit")
+    n = int(ray.cluster_resources().get("CPU", 1))
+    run_actor_stage("audit", store, opts.model_name, opts.profile.name, jobs,
+                    lambda: AuditActor.remote(opts.audit_cfg, opts.profile, work_dir), "audit", n, progress,
+                    immediate, lambda job, exc: {"audit_success": 0, "visual_structure_pass": 0,
+                                                 "visual_structure_rate": 0.0, "audit_status": "worker_lost"},
+                    transform=lambda row: normalize_status(row, "audit_status"))
+
+
 def run_td_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInput], progress) -> None:
     """TD over each rendered video, gated on the render row and weighted by the audit's rate (td.md §3)."""
     import ray
@@ -315,9 +357,7 @@ def run_td_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInpu
     from prism_fast.schema import normalize_status
 
     exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
-    audit_rows = {}
-    if "audit" in _known_stages():
-        audit_rows = {(r["lang"], r["id"]): r for r in store.read("audit").to_pylist() if r["model"] == opts.model_name}
+    audit_rows = {(r["lang"], r["id"]): r for r in store.read("audit").to_pylist() if r["model"] == opts.model_name}
     jobs = []
     for i in inputs:
         ex, au = exec_rows.get((i.language, i.id), {}), audit_rows.get((i.language, i.id), {})
@@ -341,12 +381,6 @@ def run_td_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInpu
 
     run_actor_stage("td", store, opts.model_name, opts.profile.name, jobs, make, "td", n, progress,
                     lost_row=lost, transform=lambda row: normalize_status(row, "td_status"))
-
-
-def _known_stages() -> set[str]:
-    from prism_fast.schema import STAGE_FIELDS
-
-    return set(STAGE_FIELDS)
 
 
 def run_eval(opts: EvalOptions) -> dict:
@@ -381,6 +415,11 @@ def run_eval(opts: EvalOptions) -> dict:
     t0 = time.perf_counter()
     run_exec_stage(opts, store, inputs, progress)
     timings["exec"] = time.perf_counter() - t0
+
+    if opts.audit:
+        t0 = time.perf_counter()
+        run_audit_stage(opts, store, inputs, progress)
+        timings["audit"] = time.perf_counter() - t0
 
     if opts.td:
         t0 = time.perf_counter()

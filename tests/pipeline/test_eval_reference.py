@@ -57,3 +57,27 @@ def test_bundled_jsonl_matches_its_sources():
 
     assert BUNDLED_JSONL.read_text(encoding="utf-8") == render_jsonl(build_records()), (
         "prism_sample.jsonl is stale: run python -m prism_fast.dataset.bundled")
+
+
+def test_every_bundled_reference_answer_passes_the_spatial_audit(reference_run):
+    """The reference answers were written to a clean layout: the auditor (reference profile) finds no
+    overlap, no out-of-bounds and no leak in any audited segment."""
+    opts, summary = reference_run
+    rows = ResultsStore(opts.run_dir).read("audit").to_pylist()
+    assert len(rows) == len(load_dataset(bundled_dataset_path()).tasks)
+    flagged = {r["id"]: (r["audit_status"], r["error_msg"], r["visual_issue_breakdown"]) for r in rows
+               if r["visual_structure_pass"] != 1}
+    assert not flagged, flagged
+    assert all(r["audit_success"] == 1 and r["segment_count"] >= 1 for r in rows)
+    assert all(g["spatial_pct"] == 100.0 for g in summary["groups"])
+
+
+def test_td_and_text_expand_rows_for_every_task(reference_run):
+    opts, _ = reference_run
+    store = ResultsStore(opts.run_dir)
+    n = len(load_dataset(bundled_dataset_path()).tasks)
+    td = store.read("td").to_pylist()
+    assert len(td) == n and all(r["status"] == "ok" and r["td_raw"] > 0 for r in td)
+    assert all(r["decoder"] in ("decord", "opencv", "pyav") for r in td)
+    te = store.read("text_expand").to_pylist()
+    assert len(te) == n and all(r["status"] == "ok" and r["prompt_token_count"] > 0 for r in te)

@@ -1,0 +1,128 @@
+"""Atom extraction from a Manim scene's mobject list (spec spatial_audit.md §7.1-§7.2).
+
+Runs inside the audit child process (imports Manim). Produces plain ``Atom`` records for ``cascade.py``;
+each atom's points, style and class flags are read exactly once.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from manim import (
+    Arc, Arrow, Circle, CubicBezier, DashedLine, DecimalNumber, DoubleArrow, Ellipse, FunctionGraph,
+    ImageMobject, Integer, Line, MathTex, Paragraph, ParametricFunction, Rectangle, RoundedRectangle, Square,
+    Tex, Text, ValueTracker, Vector, VMobject,
+)
+
+from prism_fast.audit.cascade import Atom
+
+ITEM_TYPES = (Text, Paragraph, MathTex, ImageMobject, Tex, Integer, DecimalNumber)
+CONTAINER_TYPES = (RoundedRectangle, Rectangle, Circle, Ellipse)
+TEXT_LIKE_TYPES = (Text, Paragraph, MathTex, Tex)
+LINE_TYPES = (Line, Arrow, Vector, DoubleArrow, ParametricFunction, FunctionGraph, CubicBezier, Arc)
+SKIPPED_CLASS_NAMES = ("Dot", "TangentLine", "Elbow")
+
+
+def _style(call) -> float:
+    try:
+        return float(call())
+    except Exception:  # ImageMobject and other non-VMobjects have no style; the reference reads 0.0
+        return 0.0
+
+
+def _xy(points: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3)[:, :2])
+
+
+def make_atom(m, full_id: str, xy: np.ndarray | None = None) -> Atom:
+    is_text_like = isinstance(m, TEXT_LIKE_TYPES)
+    children = ()
+    if is_text_like:
+        children = tuple(xy for xy in (_xy(c.get_all_points()) for c in m.submobjects) if len(xy))
+    return Atom(
+        id=full_id,
+        cls_key=m.__class__,
+        cls_name=m.__class__.__name__,
+        xy=_xy(m.get_all_points()) if xy is None else xy,
+        fill=_style(getattr(m, "get_fill_opacity", None)),
+        sw=_style(getattr(m, "get_stroke_width", None)),
+        sop=_style(getattr(m, "get_stroke_opacity", None)),
+        is_vmobject=isinstance(m, VMobject),
+        is_item=isinstance(m, ITEM_TYPES),
+        is_container=isinstance(m, CONTAINER_TYPES),
+        is_text_like=is_text_like,
+        is_line_class=isinstance(m, LINE_TYPES),
+        is_rectangle=isinstance(m, (Rectangle, RoundedRectangle, Square)),
+        is_square=isinstance(m, Square),
+        is_circle=isinstance(m, Circle),
+        is_dashed_line=isinstance(m, DashedLine),
+        children_xy=children,
+    )
+
+
+def _invisible(m) -> bool:
+    """Q-SPATIAL-11 fixed: every VMobject family member has no fill and no visible stroke."""
+    if not isinstance(m, VMobject):
+        return False
+    for member in m.get_family():
+        if not isinstance(member, VMobject):
+            continue
+        fill = _style(member.get_fill_opacity)
+        sw = _style(member.get_stroke_width)
+        sop = _style(member.get_stroke_opacity)
+        if not (fill <= 1e-3 and (sw == 0 or sop <= 1e-3)):
+            return False
+    return True
+
+
+def extract_atoms(
+    mobjects: Iterable,
+    skip_value_trackers: bool = False,
+    skip_invisible: bool = False,
+    image_ring_order: bool = False,
+    group_own_points: bool = False,
+) -> list[Atom]:
+    """Depth-first walk of ``scene.mobjects`` giving atoms with ids (``base`` or ``base#k``).
+
+    The flags are improved-profile switches (all False in reference): ``skip_value_trackers``
+    Q-SPATIAL-10, ``skip_invisible`` Q-SPATIAL-11, ``image_ring_order`` Q-SPATIAL-12,
+    ``group_own_points`` Q-SPATIAL-15.
+    """
+    atoms: list[Atom] = []
+    seen: dict = {}
+    composite = ITEM_TYPES + CONTAINER_TYPES
+
+    def walk(mobs, parent_path, user_path):
+        for m in mobs:
+            type_name = m.__class__.__name__
+            if "tick" in type_name.lower() or type_name in SKIPPED_CLASS_NAMES:
+                continue  # the whole subtree is skipped
+            name = getattr(m, "name", type_name)
+            base = f"{parent_path}/{name}" if parent_path else name
+            k = seen.get(base, 0)
+            seen[base] = k + 1
+            full_id = base if k == 0 else f"{base}#{k}"
+            m._full_id = full_id
+            # components the user named (name differs from the class name), for Q-SPATIAL-17 fixed
+            own = [str(name)] if str(name) != type_name else []
+            user_here = user_path + own
+            if len(m.submobjects) > 0 and not isinstance(m, composite):
+                if group_own_points and len(m.points) >= 2:  # Q-SPATIAL-15 fixed: keep the own points
+                    atoms.append(make_atom(m, full_id, xy=_xy(m.points)))
+                    atoms[-1].user_id = "/".join(user_here)
+                walk(m.submobjects, full_id, user_here)  # Q-SPATIAL-15 reference: the group's own points are dropped
+            elif len(m.get_all_points()) > 0:
+                if skip_value_trackers and isinstance(m, ValueTracker):  # Q-SPATIAL-10 fixed
+                    continue
+                if skip_invisible and _invisible(m):  # Q-SPATIAL-11 fixed
+                    continue
+                atom = make_atom(m, full_id)
+                if image_ring_order and isinstance(m, ImageMobject) and len(atom.xy) == 4:
+                    atom.xy = atom.xy[[0, 1, 3, 2]]  # Q-SPATIAL-12 fixed: UL, UR, DR, DL (no bow-tie)
+                atom.user_id = "/".join(user_here)
+                atoms.append(atom)
+
+    walk(mobjects, "", [])
+    return atoms

@@ -1,0 +1,194 @@
+"""Audit child process: audits one script file (spec spatial_audit.md §2-§3, §6-§7).
+
+Usage (one process per script; the parent is ``runner.py``)::
+
+    python -m prism_fast.audit.child <file> --json-out <report.json> --output-dir <dir>
+        [--config <AuditConfig JSON>] [--quirks-fixed Q-SPATIAL-8,...] [--meta-out <meta.json>]
+
+Exit code and stderr follow the authors' ``audit_single.py``: a SyntaxError escapes (exit 1, no JSON);
+errors inside scenes are reported on stderr, salvaged, and the JSON is still written (exit 0);
+SystemExit/KeyboardInterrupt are not caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from prism_fast.audit.config import AuditConfig
+from prism_fast.profile import Profile, QUIRK_IDS
+
+
+def _profile_from(fixed: str) -> Profile:
+    ids = frozenset(q for q in fixed.split(",") if q)
+    unknown = sorted(ids - set(QUIRK_IDS))
+    if unknown:
+        raise KeyError(f"unknown quirk ids {unknown}")
+    if not ids:
+        return Profile("reference", ids)
+    return Profile("improved" if ids == frozenset(QUIRK_IDS) else "custom", ids)
+
+
+_SETUP_DONE: set = set()
+
+
+def _setup_process(profile: Profile):
+    """§2.1: Agg backend, manim logger at ERROR, warnings silenced, shims (Q-SPATIAL-3).
+
+    Idempotent per profile (a prefork zygote has already done it before forking the child)."""
+    if profile.fixed in _SETUP_DONE:
+        return
+    _SETUP_DONE.add(profile.fixed)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import manim  # noqa: F401
+
+    logging.getLogger("manim").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    if not profile.fixes("Q-SPATIAL-3"):  # reference: install the compatibility shims
+        from prism_fast.audit.shims import install_shims
+
+        install_shims()
+
+
+def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg: AuditConfig,
+              profile: Profile, meta: dict) -> dict:
+    import manim
+    from manim import config
+
+    from prism_fast.audit.hooks import install_fast_path, make_audit_scene
+    from prism_fast.audit.inject import inject_names
+
+    original_scene = manim.Scene
+    audit_scene = make_audit_scene(original_scene, cfg, profile)
+    manim.Scene = audit_scene
+    config.dry_run = False
+    config.format = "png"
+    config.verbosity = "ERROR"
+    if profile.fixes("Q-SPATIAL-5"):  # improved: step at the -ql rate of the video
+        config.frame_rate = 15
+    if not cfg.full_fidelity:
+        install_fast_path()
+    meta["mode"] = "full" if cfg.full_fidelity else "fast"
+    tmp_root = os.environ.get("PRISM_AUDIT_TMP_ROOT") or str(Path(tempfile.gettempdir()) / "prism_auditor")
+    os.makedirs(tmp_root, exist_ok=True)
+    for var in ("TMPDIR", "TEMP", "TMP"):
+        os.environ.setdefault(var, tmp_root)
+    media = tempfile.TemporaryDirectory(prefix="audit_media_", dir=tmp_root)
+    config.media_dir = media.name  # per-sample media, Tex and text caches
+
+    source = Path(file_path).read_text(encoding="utf-8")
+    tree = inject_names(ast.parse(source))  # a SyntaxError escapes here: exit 1, no JSON
+    if profile.fixes("Q-SPATIAL-4"):  # improved: the namespace the CLI would give the module
+        ctx = dict(manim.__dict__)
+        ctx.update({"__name__": Path(file_path).stem, "__file__": str(Path(file_path).resolve())})
+    else:  # reference: manim.__dict__ overwrites __name__ and __file__
+        ctx = {"__name__": "__main__", "__file__": str(file_path)}
+        ctx.update(manim.__dict__)
+    reports: dict = {}
+    errors: list = meta.setdefault("errors", [])
+    original_cwd = os.getcwd()
+    current = None
+
+    def salvage(inst, label):
+        if getattr(inst, "audit_log", None) or getattr(inst, "segment_snapshots", None):
+            try:
+                inst.process_final_results()
+                if getattr(inst, "final_report", None):
+                    reports.update(inst.final_report)
+            except Exception as exc:
+                sys.stderr.write(f"{label}: {exc}\n")
+
+    try:
+        if output_dir:
+            os.makedirs(output_dir, exist_ok=True)
+            os.chdir(output_dir)
+        exec(compile(tree, filename=str(file_path), mode="exec"), ctx)
+        names = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+        if profile.fixes("Q-SPATIAL-2"):  # improved: only the scene the render would produce
+            from prism_fast.audit.scene_select import render_scene
+
+            chosen = render_scene(tree)
+            meta["audited_scene"] = chosen
+            names = [n for n in names if n == chosen]
+        for name in names:
+            cls = ctx.get(name)
+            if not (isinstance(cls, type) and issubclass(cls, original_scene)):
+                continue
+            if profile.fixes("Q-SPATIAL-1"):  # improved: every Scene family is hooked, 3D is refused
+                from manim import ThreeDScene
+
+                if issubclass(cls, ThreeDScene):
+                    msg = f"unsupported scene type: {name}"
+                    sys.stderr.write(f"Audit Scene Error [{name}]: {msg}\n")
+                    errors.append({"scene": name, "where": "render", "error": msg})
+                    continue
+                if not issubclass(cls, audit_scene.hooks):
+                    cls = type(cls.__name__, (audit_scene.hooks, cls), {"__module__": cls.__module__})
+            saved = (config.save_last_frame, config.write_to_movie)
+            inst = cls()
+            current = inst
+            try:
+                inst.render()
+            except Exception as exc:
+                sys.stderr.write(f"Audit Scene Error [{name}]: {exc}\n")
+                errors.append({"scene": name, "where": "render", "error": f"{type(exc).__name__}: {exc}"})
+                salvage(inst, f"Audit Salvage Error [{name}]")
+                continue
+            finally:
+                if profile.fixes("Q-SPATIAL-6"):  # improved: no config leak between scenes
+                    config.save_last_frame, config.write_to_movie = saved
+            if getattr(inst, "final_report", None):
+                reports.update(inst.final_report)
+    except Exception as exc:
+        sys.stderr.write(f"Audit Runtime Error: {exc}\n")
+        errors.append({"scene": None, "where": "runtime", "error": f"{type(exc).__name__}: {exc}"})
+        if current is not None:
+            salvage(current, "Audit Runtime Salvage Error")
+    finally:
+        media.cleanup()
+        if output_dir:
+            os.chdir(original_cwd)
+
+    if json_out:
+        Path(json_out).write_text(json.dumps(reports, indent=2, ensure_ascii=False), encoding="utf-8")
+    return reports
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="prism_fast.audit.child")
+    parser.add_argument("file_path")
+    parser.add_argument("--json-out", default=None)
+    parser.add_argument("--output-dir", default=None)
+    parser.add_argument("--config", default="{}", help="AuditConfig fields as JSON")
+    parser.add_argument("--quirks-fixed", default="", help="comma-separated fixed quirk ids")
+    parser.add_argument("--meta-out", default=None)
+    args = parser.parse_args(argv)
+    cfg = AuditConfig.from_dict(json.loads(args.config))
+    profile = _profile_from(args.quirks_fixed)
+    t0 = time.perf_counter()
+    _setup_process(profile)
+    meta: dict = {"profile": profile.describe(), "setup_sec": round(time.perf_counter() - t0, 3)}
+    meta_out = Path(args.meta_out).resolve() if args.meta_out else None
+    try:
+        run_audit(args.file_path, args.json_out, args.output_dir, cfg, profile, meta)
+    finally:
+        if meta_out is not None:
+            from prism_fast.audit.hooks import _ENGINE_TOTALS
+
+            meta["engine"] = _ENGINE_TOTALS.as_dict()
+            meta["audit_sec"] = round(time.perf_counter() - t0, 3)
+            meta_out.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

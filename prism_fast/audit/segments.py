@@ -1,0 +1,88 @@
+"""Snapshot log and segment selection (spec spatial_audit.md §4, §5.3, §6). Pure: no Manim.
+
+``SegmentLog`` mirrors the state the authors' AuditScene keeps: the audit log (snapshots appended after
+every play/wait whose scene has atoms), the segment list, and the lock that ``remove`` sets. The
+``every_checkpoint`` switch is Q-SPATIAL-7 fixed (every snapshot is a segment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+LOCK_MESSAGE = "\n[动作拦截] 检测到 FadeOut/Remove，锁定 Segment_{k}\n"   # the toolkit's stderr line
+SALVAGE_MESSAGE = "\n[兜底分段] segment_snapshots 为空，回退生成 Segment_0\n"
+
+
+@dataclass
+class Snapshot:
+    label: str
+    out_of_bounds: list
+    overlaps: list
+    leaks: list
+    frame: Any = None          # RGBA array only when images are requested
+    stats: Any = None
+
+    def has_issue(self) -> bool:
+        return bool(self.out_of_bounds or self.overlaps or self.leaks)
+
+
+@dataclass
+class SegmentLog:
+    every_checkpoint: bool = False     # Q-SPATIAL-7 fixed
+    audit_log: list = field(default_factory=list)
+    segments: list = field(default_factory=list)
+    locked: bool = False
+
+    def next_label(self) -> str:
+        return f"Step_{len(self.audit_log)}"
+
+    def on_play_start(self) -> None:
+        self.locked = False
+
+    def on_snapshot(self, snap: Snapshot | None) -> None:
+        if snap is None:
+            return
+        self.audit_log.append(snap)
+        if self.every_checkpoint:  # Q-SPATIAL-7 fixed: every checkpoint is a segment
+            self.segments.append(snap)
+
+    def on_remove(self, n_args: int) -> str | None:
+        """Lock the current snapshot; returns the stderr message the toolkit writes, if any."""
+        if self.every_checkpoint:  # Q-SPATIAL-7 fixed: nothing to lock
+            return None
+        if n_args > 0 and self.audit_log and not self.locked:
+            last = self.audit_log[-1]
+            if not self.segments or last.label != self.segments[-1].label:
+                self.segments.append(last)
+                self.locked = True
+                return LOCK_MESSAGE.format(k=len(self.segments) - 1)
+        return None
+
+    def on_render_end(self) -> None:
+        """After a normal render: the tail snapshot becomes the last segment (unless it already is)."""
+        if self.audit_log:
+            last = self.audit_log[-1]
+            if not self.segments or self.segments[-1].label != last.label:
+                self.segments.append(last)
+
+    def finalize(self) -> str | None:
+        """Salvage path (no segments, non-empty log): last snapshot with an issue, else the last one."""
+        if not self.segments and self.audit_log:
+            pick = next((s for s in reversed(self.audit_log) if s.has_issue()), self.audit_log[-1])
+            self.segments.append(pick)
+            return SALVAGE_MESSAGE
+        return None
+
+
+def segment_report(segments: list[Snapshot]) -> dict:
+    """``{"Segment_i": {"out_of_bounds", "overlaps", "leaks"}}`` in the toolkit's JSON shape."""
+    report = {}
+    for i, snap in enumerate(segments):
+        report[f"Segment_{i}"] = {
+            "out_of_bounds": [{"mobject": x["id"], "dist": x["dist"]} for x in snap.out_of_bounds],
+            "overlaps": [{"mobjects": x["ids"], "ratio": x["ratio"]} for x in snap.overlaps],
+            "leaks": [{"mobject": x["id"], "container": x.get("cont_id", "unknown"), "ratio": x["ratio"]}
+                      for x in snap.leaks],
+        }
+    return report
