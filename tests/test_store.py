@@ -55,8 +55,8 @@ def test_validation(tmp_path):
 
 def test_nested_values_are_json(tmp_path):
     store = ResultsStore(tmp_path)
-    store.append("exec", [_exec_row(1, hallucinations=[{"name": "FooBar", "kind": "name"}])])
-    (cell,) = store.read("exec").column("hallucinations").to_pylist()
+    store.append("exec", [_exec_row(1, hallucination_findings=[{"name": "FooBar", "kind": "name"}])])
+    (cell,) = store.read("exec").column("hallucination_findings").to_pylist()
     assert json.loads(cell) == [{"kind": "name", "name": "FooBar"}]
 
 

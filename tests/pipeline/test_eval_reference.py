@@ -7,12 +7,14 @@ import json
 import subprocess
 
 import cv2
+import pytest
 
 from prism_fast.dataset.bundled import bundled_dataset_path
 from prism_fast.dataset.loader import load_dataset
 from prism_fast.store import ResultsStore
 
 
+@pytest.mark.timeout(3000)  # the shared fixture renders, audits and scores all 48 samples on first use
 def test_every_bundled_reference_answer_renders(reference_run):
     opts, summary = reference_run
     tasks = load_dataset(bundled_dataset_path()).tasks
