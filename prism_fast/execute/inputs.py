@@ -4,8 +4,9 @@ Three kinds (``model.kind`` in the config):
 - ``reference``: the dataset's own reference answers;
 - ``responses``: a JSONL of raw model replies ``{id, response, ...}``; each reply goes through the spec's
   cleaning chain (generation.md §4) and its format-pollution evidence is kept;
-- ``predictions``: a directory of ``<id>.py`` files (the authors' ``cleaned_scripts/`` layout), or a JSONL of raw
-  replies as above. A task with no script is kept as a row (an Exec failure), never dropped.
+- ``predictions``: a directory of scripts (``<id>.py``, the authors' ``<tag>__<id>.py`` from their
+  ``cleaned_scripts/``, or any names mapped by a ``manifest.jsonl``), or a JSONL of raw replies as above. A
+  task with no script is kept as a row (an Exec failure), never dropped.
 """
 
 from __future__ import annotations
@@ -66,13 +67,35 @@ def response_inputs(path: str | Path, tasks: Iterable[Task], profile: Profile) -
     return inputs
 
 
+def _directory_index(root: Path) -> dict[str, Path]:
+    """id → script. ``<id>.py`` (the file stem is the id, as in the authors' render_directory), also the
+    authors' generation naming ``<dataset_tag>__<id>.py`` (generation.md §1.1), and an optional
+    ``manifest.jsonl`` of ``{"id": ..., "file": ...}`` rows for any other naming (it wins over file names)."""
+    index: dict[str, Path] = {}
+    for f in sorted(root.glob("*.py")):
+        index.setdefault(f.stem, f)
+        if "__" in f.stem:
+            index.setdefault(f.stem.split("__", 1)[1], f)
+    manifest = root / "manifest.jsonl"
+    if manifest.is_file():
+        for lineno, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                index[str(rec["id"])] = root / str(rec["file"])
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{manifest}:{lineno}: expected {{\"id\": ..., \"file\": ...}} ({exc})") from None
+    return index
+
+
 def directory_inputs(path: str | Path, tasks: Iterable[Task]) -> list[ScriptInput]:
-    """``<dir>/<id>.py`` per task (the file stem is the id, as in the authors' render_directory)."""
-    root = Path(path)
+    """One script per task from a predictions directory (see :func:`_directory_index`)."""
+    index = _directory_index(Path(path))
     inputs = []
     for t in tasks:
-        f = root / f"{t.id}.py"
-        if f.is_file():
+        f = index.get(t.id)
+        if f is not None and f.is_file():
             inputs.append(ScriptInput(t.id, t.language, f.read_text(encoding="utf-8", errors="replace"), "success"))
         else:
             inputs.append(ScriptInput(t.id, t.language, None, "missing"))

@@ -1,5 +1,6 @@
-"""kill -9 the whole run (driver and its Ray workers) mid-way, restart it, and compare with a clean run:
-identical final rows, none lost, none duplicated."""
+"""Faults: kill -9 the whole run (driver and its Ray workers) mid-way and restart it; kill -9 one render
+worker while the run goes on. Both must end with the rows of a clean run: identical, none lost, none
+duplicated."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from prism_fast.store import ResultsStore
 
 IDS = [f"SAMPLE-EN-{i:06d}" for i in range(1, 9)]
@@ -17,10 +20,11 @@ SCRIPT = """from manim import *
 class Tiny{n}(Scene):
     def construct(self):
         self.play(FadeIn(Circle(radius=0.{n}5)), run_time=0.3)
+        self.wait(2)
 """
 # Fields that legitimately differ between two runs of the same inputs.
 VOLATILE = {"written_at_ns", "runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "video_path", "stderr_tail",
-            "stdout_bytes", "cache_hit", "cache_key", "script_path", "backend"}
+            "stdout_bytes", "cache_hit", "cache_key", "script_path", "backend", "file_path", "report_path"}
 
 
 def _predictions(tmp_path: Path) -> Path:
@@ -42,10 +46,40 @@ def _rows(run_dir: Path, stage: str) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in VOLATILE} for r in ResultsStore(run_dir).read(stage).to_pylist()]
 
 
-def test_kill_minus_9_then_resume_equals_clean_run(tmp_path):
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("faults")
     preds = _predictions(tmp_path)
-    clean_root, killed_root = tmp_path / "clean", tmp_path / "killed"
-    subprocess.run(_cmd(preds, clean_root), check=True, capture_output=True, timeout=600)
+    subprocess.run(_cmd(preds, tmp_path / "clean"), check=True, capture_output=True, timeout=900)
+    return preds, tmp_path / "clean" / "tiny-en-reference"
+
+
+def _assert_same_as_clean(run_dir: Path, clean_dir: Path) -> None:
+    store = ResultsStore(run_dir)
+    for stage in ("tasks", "exec", "audit", "td", "text_expand"):
+        assert store.read(stage, dedupe=False).num_rows == len(IDS), f"{stage}: a row was lost or written twice"
+        assert _rows(run_dir, stage) == _rows(clean_dir, stage), stage
+    by_id = {r["id"]: r for r in _rows(run_dir, "exec")}
+    assert by_id["SAMPLE-EN-000004"]["success"] is False and by_id["SAMPLE-EN-000004"]["error"]
+    assert sum(r["success"] for r in by_id.values()) == len(IDS) - 1
+
+
+def _render_actor_pids() -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.startswith(b"ray::RenderActor"):
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_kill_minus_9_then_resume_equals_clean_run(clean_run, tmp_path):
+    preds, clean_dir = clean_run
+    killed_root = tmp_path / "killed"
 
     proc = subprocess.Popen(_cmd(preds, killed_root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -63,11 +97,29 @@ def test_kill_minus_9_then_resume_equals_clean_run(tmp_path):
     partial = ResultsStore(run_dir).read("exec").num_rows
     assert 0 < partial < len(IDS)
 
-    subprocess.run(_cmd(preds, killed_root), check=True, capture_output=True, timeout=600)
-    store = ResultsStore(run_dir)
-    assert store.read("exec", dedupe=False).num_rows == len(IDS), "a row was written twice"
-    assert _rows(run_dir, "exec") == _rows(clean_root / "tiny-en-reference", "exec")
-    assert _rows(run_dir, "tasks") == _rows(clean_root / "tiny-en-reference", "tasks")
-    by_id = {r["id"]: r for r in _rows(run_dir, "exec")}
-    assert by_id["SAMPLE-EN-000004"]["success"] is False and by_id["SAMPLE-EN-000004"]["error"]
-    assert sum(r["success"] for r in by_id.values()) == len(IDS) - 1
+    subprocess.run(_cmd(preds, killed_root), check=True, capture_output=True, timeout=900)
+    _assert_same_as_clean(run_dir, clean_dir)
+
+
+def test_render_worker_killed_mid_run_is_retried(clean_run, tmp_path):
+    preds, clean_dir = clean_run
+    root = tmp_path / "worker"
+    proc = subprocess.Popen(_cmd(preds, root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    victims: list[int] = []
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None and not victims:
+            pids = _render_actor_pids()
+            if pids:
+                time.sleep(3)  # let it take a render
+                victims = pids[:1]
+                os.kill(victims[0], signal.SIGKILL)
+            time.sleep(0.2)
+        assert victims, "no render worker was seen"
+        _, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-3000:]
+    _assert_same_as_clean(root / "tiny-en-reference", clean_dir)
