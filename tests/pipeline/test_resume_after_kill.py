@@ -64,15 +64,18 @@ def _assert_same_as_clean(run_dir: Path, clean_dir: Path) -> None:
     assert sum(r["success"] for r in by_id.values()) == len(IDS) - 1
 
 
-def _render_actor_pids() -> list[int]:
+def _render_actor_pids(session: int) -> list[int]:
+    """Render workers of the run started in process session ``session`` (never another run's on this host)."""
     pids = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
                 cmd = (proc / "cmdline").read_bytes()
+                stat = (proc / "stat").read_text()
             except OSError:
                 continue
-            if cmd.startswith(b"ray::RenderActor"):
+            sid = int(stat.rsplit(")", 1)[1].split()[3])  # fields after "(comm)": state ppid pgrp session
+            if cmd.startswith(b"ray::RenderActor") and sid == session:
                 pids.append(int(proc.name))
     return pids
 
@@ -111,7 +114,7 @@ def test_render_worker_killed_mid_run_is_retried(clean_run, tmp_path):
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None and not victims:
-            pids = _render_actor_pids()
+            pids = _render_actor_pids(proc.pid)
             if pids:
                 time.sleep(3)  # let it take a render
                 victims = pids[:1]
