@@ -49,7 +49,6 @@ What the OS (and this module) cannot prevent:
 from __future__ import annotations
 
 import ctypes
-import errno
 import logging
 import os
 import resource

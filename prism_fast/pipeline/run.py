@@ -10,7 +10,6 @@ import datetime as _dt
 import hashlib
 import json
 import logging
-import os
 import platform
 import subprocess
 import sys

@@ -49,5 +49,6 @@ def test_fixture_model_rows_carry_the_taxonomy(tmp_path):
         assert rows[sid]["error_category"] == INTENTS[sid]["category"]
     assert json.loads(tasks[chosen["pollution"]]["format_pollution"]) is not None
     assert json.loads(rows[chosen["hallucination"]]["hallucination_findings"])
-    (group,) = [g for g in summary["groups"] if g["lang"] == "en"] or summary["groups"][:1]
+    # Denominator = all tasks: the empty reply counts as an Exec failure; only the clean reply renders.
     assert sum(g["tasks"] for g in summary["groups"]) == len(chosen)
+    assert sum(g["exec_ok"] for g in summary["groups"]) == 1

@@ -4,7 +4,6 @@ rows land in the store, and a re-run resumes without rendering anything again.""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import cv2
 import pytest
