@@ -115,9 +115,9 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         exec(compile(tree, filename=str(file_path), mode="exec"), ctx)
         names = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
         if profile.fixes("Q-SPATIAL-2"):  # improved: only the scene the render would produce
-            from prism_fast.audit.scene_select import render_scene
+            from prism_fast.execute.scene_select import select_scene  # the render's own rule (Q-EXEC-1 aware)
 
-            chosen = render_scene(tree)
+            chosen = select_scene(source, profile).name
             meta["audited_scene"] = chosen
             names = [n for n in names if n == chosen]
         for name in names:
