@@ -29,7 +29,8 @@ INSTALL_REQUIRES = [
     "numpy>=1.26,<3",
     "ray[default]>=2.40,<3",
     "decord==0.6.0",
-    "av>=12",
+    # PyAV writes the mp4 (manim 0.19.0 encodes through it), so it decides the video bytes: pin exactly.
+    "av==13.1.0",
     # Exact pin: OpenCV decodes the parity frames (spec D-1). rapidocr-onnxruntime requires the non-headless build.
     "opencv-python==4.14.0.94",
     "pyarrow>=15",
