@@ -7,22 +7,25 @@ objects are unpacked here, at the entry point; stage cores only see plain typed 
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import hydra
 from omegaconf import DictConfig
 
-COMMANDS = ("eval", "generate", "fit-reference", "profile-render", "report", "inspect")
-NOT_YET = {
-    "generate": "issue 'Generation f_θ and self-debugging evaluation'",
-    "fit-reference": "issue 'Video metrics on tensors' (reference μ/σ fits)",
-    "report": "issue 'Reports'",
-    "inspect": "issue 'Spatial audit' (violation pictures)",
+COMMANDS = ("eval", "generate", "fit-reference", "profile-render", "report", "calibrate", "inspect")
+
+# command -> "module:function"; each function takes the composed config. Modules are imported lazily so that
+# `prism-fast --help` stays fast and a command only pays for its own imports.
+HANDLERS = {
+    "eval": "prism_fast.pipeline.run:run_eval_from_config",
+    "profile-render": "prism_fast.pipeline.run:profile_render_from_config",
+    "generate": "prism_fast.pipeline.generate_run:generate_from_config",
+    "fit-reference": "prism_fast.pipeline.fit_reference:fit_reference_from_config",
+    "report": "prism_fast.report.cli:report_from_config",
+    "calibrate": "prism_fast.report.calibrate:calibrate_from_config",
+    "inspect": "prism_fast.pipeline.inspect:inspect_from_config",
 }
-
-
-class NotImplementedCommand(SystemExit):
-    pass
 
 
 def _rewrite_argv(argv: list[str]) -> list[str]:
@@ -43,23 +46,13 @@ def _rewrite_argv(argv: list[str]) -> list[str]:
 @hydra.main(version_base=None, config_path="pkg://prism_fast.conf", config_name="config")
 def _app(cfg: DictConfig) -> None:
     command = cfg.command
-    if command == "eval":
-        from prism_fast.pipeline.run import run_eval_from_config
-
-        run_eval_from_config(cfg)
-        return
-    if command == "profile-render":
-        from prism_fast.pipeline.run import profile_render_from_config
-
-        profile_render_from_config(cfg)
-        return
-    if command in NOT_YET:
-        print(
-            f"prism-fast {command}: not implemented yet in this version (tracked in the {NOT_YET[command]}).",
-            file=sys.stderr,
-        )
-        raise NotImplementedCommand(2)
-    raise SystemExit(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
+    if command not in HANDLERS:
+        raise SystemExit(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
+    module_name, func_name = HANDLERS[command].split(":")
+    module = importlib.import_module(module_name)
+    rc = getattr(module, func_name)(cfg)
+    if isinstance(rc, int) and rc:
+        raise SystemExit(rc)
 
 
 def main() -> None:

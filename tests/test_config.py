@@ -71,9 +71,3 @@ def test_cli_help_and_cfg_job():
     out = _cli("--cfg", "job", "lang=zh", "dataset.limit=5")
     assert out.returncode == 0, out.stderr
     assert "limit: 5" in out.stdout and "- zh" in out.stdout
-
-
-def test_unimplemented_command_says_so():
-    out = _cli("generate")
-    assert out.returncode == 2
-    assert "not implemented yet" in out.stderr
