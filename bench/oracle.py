@@ -194,3 +194,49 @@ def synthetic_clip(seed: int, frames: int = 24, height: int = 120, width: int = 
         f[:4, :4] = 100 + (25 if t % 2 else 0)
         f[:4, 4:8] = 100 + (26 if t % 2 else 0)
     return clip
+
+
+# --- PADVC, whole video, one frame at a time (padvc.md §4–§9) ------------------------------------------
+
+def padvc_video_oracle(frames_bgr: list[np.ndarray], ocr_polys, pvd: int, *, p: float = 0.7,
+                       threshold: float = EVENT_THRESHOLD_ABS, stride: int = 15,
+                       divide_by_segments: bool = True) -> dict:
+    """The toolkit's ``evaluate_single`` as the spec states it, on a list of BGR frames held in memory.
+
+    ``ocr_polys(index, frame_bgr) -> polygons`` stands for the OCR call (already truncated to int32).
+    Returns the per-frame quantities and the score: ``series`` (E_text at stride frames), ``events``,
+    ``geo`` (raw E_geo per event), ``mids``/``mid_energy``, ``segments`` (S), ``e_text_max``, ``peak``,
+    ``padvc_raw``.
+    """
+    n = len(frames_bgr)
+    h, w = frames_bgr[0].shape[:2]
+    series = []
+    e_max, peak = 0.0, 0
+    for t in range(0, n, stride):
+        e = text_energy(fill_mask((h, w), ocr_polys(t, frames_bgr[t])))
+        series.append((t, e))
+        if e > e_max:
+            e_max, peak = e, t
+    grays = [gray_cv2(f) for f in frames_bgr]
+    diffs = [positive_diff(grays[i - 1], grays[i]) for i in range(1, n)]
+    events = segment_events([float(d) for d in diffs], threshold)
+    geo = []
+    for s, e in events:
+        mask = dilate(fill_mask((h, w), ocr_polys(e, frames_bgr[e])))
+        geo.append(geo_energy(grays[s], grays[e], mask))
+    g = 0.0
+    for x in geo:
+        g += math.pow(x, p) if x > 0 else 0.0
+    segments, mids, mid_energy = 1, [], []
+    for k in range(1, len(events)):
+        mid = (events[k - 1][1] + events[k][0]) // 2
+        e = text_energy(fill_mask((h, w), ocr_polys(mid, frames_bgr[mid])))
+        mids.append(mid)
+        mid_energy.append(e)
+        if e < 0.005:
+            segments += 1
+    numerator = g / max(segments, 1) if divide_by_segments else g
+    burden = math.pow(e_max, p) if e_max > 0 else 0.0
+    raw = numerator / (math.log(pvd + math.e) * (1 + burden)) if events else 0.0
+    return {"diffs": diffs, "series": series, "events": events, "geo": geo, "mids": mids, "mid_energy": mid_energy,
+            "segments": segments, "e_text_max": e_max, "peak": peak, "geo_sum_p": g, "padvc_raw": raw}

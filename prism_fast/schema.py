@@ -66,6 +66,12 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("caps_dropped", _B),
         ("cache_hit", _B),
         ("cache_key", _S),
+        ("tex_cache", _S),
+        ("tex_cache_hits", _I),
+        ("tex_cache_published", _I),
+        ("onepass", _S),  # off | ineligible | shared | separate | fallback (audit/onepass.py)
+        ("onepass_reasons", _S),  # JSON list: why the audit could not share this render
+        ("manim_executions", _I),  # Manim executions of this stage for the sample (2 = one-pass failed, re-rendered)
         ("env_fingerprint", _S),
         # error taxonomy (execution.md §6-§9): fine type, paper category, and the hallucination checker
         ("error_stage", _S),
@@ -134,6 +140,9 @@ STAGE_FIELDS["audit"] = [
     ("engine", _S),  # JSON: snapshots, atoms, point-edge tests, geometry backends
     ("quirks_not_implemented", _S),  # JSON list
     ("report_path", _S),
+    ("audit_cache_hit", _B),
+    ("audit_pass", _S),  # shared (report from the -ql render's execution) | separate (its own execution)
+    ("pictures", _S),  # JSON, only with audit.pictures: status, dir of segment_<k>.png + findings.json
 ]
 
 STAGE_FIELDS["td"] = [
@@ -157,6 +166,94 @@ STAGE_FIELDS["td"] = [
     ("decoder", _S),
     ("decoder_fallback", _S),
     ("device", _S),
+]
+
+# `prism-fast generate`: one row per model call (round 1 keyed by the sample id, later self-debugging rounds by
+# "<id>#r<k>"). The raw reply is stored before any cleaning; the API key never is.
+STAGE_FIELDS["generate"] = [
+    ("sample_id", _S),
+    ("round", _I),
+    ("gen_status", _S),  # the toolkit's meta status: success | empty_after_cleanup | provider_error (Q-GEN-4)
+    ("request_model", _S),
+    ("base_url", _S),
+    ("prompt", _S),  # the exact text of the first user turn
+    ("prompt_sha256", _S),
+    ("messages", _S),  # JSON: the exact messages sent in this call
+    ("request_params", _S),  # JSON: temperature, max_tokens, thinking switch, extra body
+    ("raw_response", _S),
+    ("raw_chars", _I),
+    ("reasoning_chars", _I),
+    ("finish_reason", _S),
+    ("clean_status", _S),
+    ("cleaned_chars", _I),
+    ("format_pollution", _S),  # JSON list of kinds
+    ("provider_error", _S),  # the last call error when the provider failed
+    ("http_status", _I),
+    ("attempts", _I),
+    ("retries", _S),  # JSON list {attempt, kind, error, wait_s}
+    ("timeout_s", _F),  # per-attempt deadline applied (Q-GEN-3)
+    ("llm_time", _F),  # wall time including retries and waits
+    ("latency_s", _F),  # last attempt
+    ("prompt_tokens", _I),
+    ("completion_tokens", _I),
+    ("total_tokens", _I),
+    ("reasoning_tokens", _I),
+    ("cached_tokens", _I),
+    ("cost_usd", _F),
+    ("started_at", _S),
+    ("finished_at", _S),
+]
+
+# Self-debugging (`generate.rounds=k`): the outcome of each round's render and audit.
+STAGE_FIELDS["selfdebug"] = [
+    ("sample_id", _S),
+    ("round", _I),
+    ("rounds", _I),  # k configured
+    ("exec_success", _B),
+    ("spatial_pass", _B),
+    ("error_type", _S),  # the Exec taxonomy's fine type (None when the render succeeded)
+    ("error_category", _S),
+    ("error_msg", _S),
+    ("gen_status", _S),
+    ("script_sha256", _S),
+    ("audit_success", _I),
+    ("visual_structure_pass", _I),
+    ("visual_structure_rate", _F),
+    ("visual_issue_total", _I),
+    ("render_wall_s", _F),
+    ("audit_runtime_sec", _F),
+    ("feedback_kind", _S),  # none | render_error | spatial_findings | audit_error | empty_output
+    ("feedback", _S),  # the follow-up user turn built from this round (None when it passed)
+    ("last_round", _B),  # the loop stopped after this round
+]
+
+# PADVC (spec padvc.md §10.1): the toolkit's row (lists/dicts as JSON strings), then ours.
+STAGE_FIELDS["padvc"] = [
+    ("padvc_status", _S),  # the core's status: ok | error
+    ("error", _S),  # the toolkit's "<Type>: <msg>" of an error row
+    *((n, t) for n, t in [
+        ("detail_version", _I), ("source_id", _S), ("difficulty", _S), ("difficulty_score", _F),
+        ("audit_success", _I), ("visual_structure_pass", _I), ("visual_structure_rate", _F),
+        ("render_success", _B), ("video_path", _S), ("padvc_raw", _F), ("padvc_norm", _F),
+        ("padvc_selected", _F), ("score_output", _S), ("score_norm_method", _S), ("norm_mu", _F),
+        ("norm_sigma", _F), ("norm_log_space", _B), ("p_exponent", _F), ("video_fps", _F),
+        ("video_frame_count", _I), ("video_source_frame_count", _I), ("video_duration_sec", _F),
+        ("text_sample_stride", _I), ("text_peak_frame_index", _I), ("text_peak_time_sec", _F),
+        ("sampled_text_energy_series", _S), ("frame_diff_series", _S), ("frame_diff_count", _I),
+        ("pvd_raw", _I), ("pvd_factor", _F), ("max_raw_text_energy", _F), ("max_text_burden_p", _F),
+        ("geo_evolution_sum_p", _F), ("geo_evolution_avg_p", _F), ("animation_segment_count", _I),
+        ("segment_text_energy_threshold", _F), ("segment_boundary_details", _S), ("event_count", _I),
+        ("event_threshold_mode", _S), ("event_threshold_abs", _F), ("event_threshold_ratio", _F),
+        ("event_threshold", _F), ("delta_mode", _S), ("event_rescue_info", _S), ("events", _S),
+        ("event_energy_details", _S), ("ocr_cache_hits", _I), ("ocr_cache_misses", _I),
+        ("ocr_cache_path", _S), ("padvc_center", _F), ("u_padvc", _F), ("padvc_norm_name", _S),
+        ("params_source", _S), ("u_padvc_center", _F),
+    ]),
+    # ours: PVD provenance, what OCR really cost, decode and device
+    ("pvd_n_struct", _I), ("pvd_n_action", _I), ("pvd_matched_words", _S), ("pvd_zh_backend", _S),
+    ("pvd_en_backend", _S), ("prompt_sha256", _S), ("ocr_backend", _S), ("ocr_signature", _S),
+    ("ocr_provider", _S), ("ocr_provider_fallback", _S), ("ocr_requests", _I), ("ocr_calls", _I),
+    ("decoder", _S), ("decoder_fallback", _S), ("device", _S),
 ]
 
 

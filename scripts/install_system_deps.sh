@@ -10,6 +10,7 @@ PACKAGES=(
   texlive texlive-latex-extra texlive-fonts-recommended texlive-science texlive-xetex
   texlive-lang-chinese dvisvgm fonts-noto-cjk fonts-dejavu-core
   libgl1 libglib2.0-0
+  chromium  # headless browser of the HTML report test (tests/report/test_report_html.py)
   python3-venv python3-dev build-essential
 )
 

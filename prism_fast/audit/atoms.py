@@ -17,6 +17,7 @@ from manim import (
 )
 
 from prism_fast.audit.cascade import Atom
+from prism_fast.audit.polygon import rings_from_members, sample_cubic_path
 
 ITEM_TYPES = (Text, Paragraph, MathTex, ImageMobject, Tex, Integer, DecimalNumber)
 CONTAINER_TYPES = (RoundedRectangle, Rectangle, Circle, Ellipse)
@@ -36,11 +37,47 @@ def _xy(points: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, 3)[:, :2])
 
 
-def make_atom(m, full_id: str, xy: np.ndarray | None = None) -> Atom:
+def sampled_geometry(members, image_ring_order: bool = False):
+    """Q-SPATIAL-13 fixed: ``(samples (S, 2), Rings)`` of the given family members' own points.
+
+    A VMobject member contributes its cubics sampled at t = 0, 0.5, 1 and one ring per closed subpath
+    (``polygon.sample_cubic_path``); any other member with points (ImageMobject, point clouds) contributes
+    its raw points and, with >= 3 of them, one ring through them (ImageMobject corners reordered UL, UR, DR,
+    DL when ``image_ring_order``, Q-SPATIAL-12)."""
+    samples, member_rings = [], []
+    for member in members:
+        pts = np.asarray(member.points, dtype=np.float64)
+        if len(pts) == 0:
+            continue
+        if isinstance(member, VMobject):
+            s, rings = sample_cubic_path(pts)
+        else:
+            s = _xy(pts)
+            if image_ring_order and isinstance(member, ImageMobject) and len(s) == 4:
+                s = s[[0, 1, 3, 2]]
+            rings = [s] if len(s) >= 3 else []
+        if len(s):
+            samples.append(s)
+        member_rings.append(rings)
+    xy = np.concatenate(samples) if samples else np.zeros((0, 2))
+    return np.ascontiguousarray(xy), rings_from_members(member_rings)
+
+
+def make_atom(m, full_id: str, xy: np.ndarray | None = None, sampled: bool = False, own_only: bool = False,
+              image_ring_order: bool = False) -> Atom:
+    """One atom record. ``sampled``: Q-SPATIAL-13 fixed geometry (``own_only``: m's own points only, for
+    the Q-SPATIAL-15 group atom); otherwise the reference control points ``xy`` (default: the family's)."""
     is_text_like = isinstance(m, TEXT_LIKE_TYPES)
     children = ()
+    rings = None
+    if sampled:
+        xy, rings = sampled_geometry([m] if own_only else m.get_family(), image_ring_order)
     if is_text_like:
-        children = tuple(xy for xy in (_xy(c.get_all_points()) for c in m.submobjects) if len(xy))
+        if sampled:
+            children = tuple(cxy for cxy in (sampled_geometry(c.get_family())[0] for c in m.submobjects)
+                             if len(cxy))
+        else:
+            children = tuple(cxy for cxy in (_xy(c.get_all_points()) for c in m.submobjects) if len(cxy))
     return Atom(
         id=full_id,
         cls_key=m.__class__,
@@ -59,6 +96,7 @@ def make_atom(m, full_id: str, xy: np.ndarray | None = None) -> Atom:
         is_circle=isinstance(m, Circle),
         is_dashed_line=isinstance(m, DashedLine),
         children_xy=children,
+        rings=rings,
     )
 
 
@@ -83,12 +121,13 @@ def extract_atoms(
     skip_invisible: bool = False,
     image_ring_order: bool = False,
     group_own_points: bool = False,
+    sampled_curves: bool = False,
 ) -> list[Atom]:
     """Depth-first walk of ``scene.mobjects`` giving atoms with ids (``base`` or ``base#k``).
 
     The flags are improved-profile switches (all False in reference): ``skip_value_trackers``
     Q-SPATIAL-10, ``skip_invisible`` Q-SPATIAL-11, ``image_ring_order`` Q-SPATIAL-12,
-    ``group_own_points`` Q-SPATIAL-15.
+    ``group_own_points`` Q-SPATIAL-15, ``sampled_curves`` Q-SPATIAL-13.
     """
     atoms: list[Atom] = []
     seen: dict = {}
@@ -110,16 +149,21 @@ def extract_atoms(
             user_here = user_path + own
             if len(m.submobjects) > 0 and not isinstance(m, composite):
                 if group_own_points and len(m.points) >= 2:  # Q-SPATIAL-15 fixed: keep the own points
-                    atoms.append(make_atom(m, full_id, xy=_xy(m.points)))
-                    atoms[-1].user_id = "/".join(user_here)
+                    group_atom = make_atom(m, full_id, xy=_xy(m.points), sampled=sampled_curves, own_only=True)
+                    if len(group_atom.xy):
+                        group_atom.user_id = "/".join(user_here)
+                        atoms.append(group_atom)
                 walk(m.submobjects, full_id, user_here)  # Q-SPATIAL-15 reference: the group's own points are dropped
             elif len(m.get_all_points()) > 0:
                 if skip_value_trackers and isinstance(m, ValueTracker):  # Q-SPATIAL-10 fixed
                     continue
                 if skip_invisible and _invisible(m):  # Q-SPATIAL-11 fixed
                     continue
-                atom = make_atom(m, full_id)
-                if image_ring_order and isinstance(m, ImageMobject) and len(atom.xy) == 4:
+                atom = make_atom(m, full_id, sampled=sampled_curves, image_ring_order=image_ring_order)
+                if sampled_curves:  # Q-SPATIAL-13 fixed: samples + per-member rings (Q-12 applied inside)
+                    if len(atom.xy) == 0:
+                        continue
+                elif image_ring_order and isinstance(m, ImageMobject) and len(atom.xy) == 4:
                     atom.xy = atom.xy[[0, 1, 3, 2]]  # Q-SPATIAL-12 fixed: UL, UR, DR, DL (no bow-tie)
                 atom.user_id = "/".join(user_here)
                 atoms.append(atom)

@@ -14,7 +14,10 @@ import numpy as np
 
 from prism_fast.audit import ids as idf
 from prism_fast.audit.config import AuditConfig
-from prism_fast.audit.polygon import EngineStats, cover, leak, oob, pair_ratios, round3
+from prism_fast.audit.polygon import (
+    EngineStats, Rings, cover, cover_rings, leak, leak_rings, oob, pair_ratios, pair_ratios_rings, rings_from_members,
+    round3,
+)
 
 CHART_KW = ("graph", "axes", "axis", "label", "tick", "plot")
 DECO_KW = ("highlight",)
@@ -51,6 +54,8 @@ class Atom:
     is_dashed_line: bool = False
     children_xy: tuple = ()       # direct submobjects with points (used for TEXT_LIKE items, rule 19c)
     user_id: str | None = None    # the id's user-named components only (Q-SPATIAL-17 fixed)
+    rings: Any = None             # Q-SPATIAL-13 fixed: polygon.Rings (per-member closed rings); xy then
+    #                               holds the curve samples. None = reference: xy is one implicit chain
 
 
 @dataclass
@@ -150,6 +155,26 @@ class _Snapshot:
                 self.filled_n[view.parent] = self.filled_n.get(view.parent, 0) + 1
         self.counts = counts_inside or {}
         self._leak_memo: dict = {}
+        self.use_rings = any(a.rings is not None for a in atoms)  # Q-SPATIAL-13 fixed
+
+    def region(self, k: int) -> Rings:
+        """Atom k's rings (improved geometry); an atom without rings is its xy chain as one ring."""
+        a = self.atoms[k]
+        if a.rings is None:
+            a.rings = rings_from_members([[a.xy]])
+        return a.rings
+
+    def cover_pts(self, xy: np.ndarray, k: int) -> float:
+        """cover(points xy, atom k)."""
+        if self.use_rings:
+            return cover_rings(xy, self.atoms[k].xy, self.region(k))
+        return cover(xy, self.atoms[k].xy)
+
+    def leak_pts(self, xy: np.ndarray, k: int) -> float:
+        """leak(points xy, atom k)."""
+        if self.use_rings:
+            return leak_rings(xy, self.region(k))
+        return leak(xy, self.atoms[k].xy)
 
     # ---- predicates needing the sibling groups
     def has_outline_sibling(self, k: int) -> bool:
@@ -169,10 +194,11 @@ class _Snapshot:
         key = (a, c)
         if key not in self._leak_memo:
             n_a, n_c = len(self.atoms[a].xy), len(self.atoms[c].xy)
-            if key in self.counts and n_a > 0 and n_c >= 3:
+            has_region = self.region(c).n_edges > 0 if self.use_rings else n_c >= 3
+            if key in self.counts and n_a > 0 and has_region:
                 self._leak_memo[key] = round3((n_a - self.counts[key]) / n_a)
             else:
-                self._leak_memo[key] = leak(self.atoms[a].xy, self.atoms[c].xy)
+                self._leak_memo[key] = self.leak_pts(self.atoms[a].xy, c)
         return self._leak_memo[key]
 
     # ---- rules 3..12
@@ -368,10 +394,9 @@ class _Snapshot:
         n = len(children)
         if n < 2:
             return False
-        cxy = vc.a.xy
         inside = sum(1 for xy in children
-                     if leak(xy, cxy) <= self.cfg.partial_child_leak_max
-                     or cover(xy, cxy) >= self.cfg.partial_child_cover_min)
+                     if self.leak_pts(xy, cont) <= self.cfg.partial_child_leak_max
+                     or self.cover_pts(xy, cont) >= self.cfg.partial_child_cover_min)
         need = 1 if n <= 4 else max(2, int(np.ceil(n * self.cfg.partial_frac)))
         return need <= inside < n
 
@@ -479,8 +504,13 @@ def check_snapshot(
             out.out_of_bounds.append({"id": a.id, "dist": d})
     if len(atoms) < 2:
         return out
-    ratios, counts, stats = pair_ratios([a.xy for a in atoms], backend=cfg.geometry_backend,
-                                device=cfg.geometry_device, torch_min_tests=cfg.torch_min_tests)
+    if any(a.rings is not None for a in atoms):  # Q-SPATIAL-13 fixed: samples tested against per-member rings
+        _warn_rings_backend(cfg.geometry_backend)
+        ratios, counts, stats = pair_ratios_rings(
+            [a.xy for a in atoms], [a.rings if a.rings is not None else rings_from_members([[a.xy]]) for a in atoms])
+    else:  # Q-SPATIAL-13 reference: control points, one implicit chain per atom
+        ratios, counts, stats = pair_ratios([a.xy for a in atoms], backend=cfg.geometry_backend,
+                                            device=cfg.geometry_device, torch_min_tests=cfg.torch_min_tests)
     out.stats = stats
     snap = _Snapshot(atoms, cfg, lx, ly, per_component_ids, composite_needs_parent, counts,
                      filled_lines_not_line_like, user_name_keywords)
@@ -494,6 +524,21 @@ def check_snapshot(
         else:
             out.overlaps.append({"ids": [atoms[i].id, atoms[j].id], "ratio": verdict[1]})
     return out
+
+
+_RINGS_WARNED: set = set()
+
+
+def _warn_rings_backend(backend: str) -> None:
+    """The improved ring geometry has one (NumPy) engine; an explicitly requested other back-end is not used.
+    Logged once per process; the engine stats record ``numpy_rings`` (row field ``engine.backends``)."""
+    if backend not in ("auto", "numpy") and backend not in _RINGS_WARNED:
+        _RINGS_WARNED.add(backend)
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "audit: geometry_backend=%r is not available for the Q-SPATIAL-13 ring geometry; numpy_rings used",
+            backend)
 
 
 __all__ = ["Atom", "SnapshotIssues", "check_snapshot"]

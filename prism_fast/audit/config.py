@@ -74,9 +74,14 @@ class AuditConfig:
     full_fidelity: bool = False         # True: the authors' 1080p60 PNG rendering mode (D-5 spot checks)
     prefork: bool = False               # True: fork each child from a zygote with manim imported (§13.3)
     save_images: bool = False           # AUDIT_SAVE_IMAGES; the pipeline runs with --no-images
+    pictures: bool = False              # -ql frame + finding boxes per segment (prism-fast inspect); report unchanged
+    pictures_root: str = ""             # batch: failing samples' pictures in <root>/<id>/ ("" = <audit dir>/pictures)
     geometry_backend: str = "auto"      # "auto" | "mpl_batched" | "numpy" | "torch" | "matplotlib" (per pair)
     geometry_device: str = "cpu"
     torch_min_tests: int = 2_000_000     # with a CUDA geometry_device: use torch above this many tests
+    # "auto": the -ql render also yields the report where provably identical (audit/onepass.py); "off": the
+    # audit always re-executes the script (two Manim executions per sample)
+    one_pass: str = "auto"
 
     def to_dict(self) -> dict:
         return asdict(self)

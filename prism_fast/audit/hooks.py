@@ -20,6 +20,12 @@ from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.segments import SegmentLog, Snapshot, segment_report
 
 _REAL = {}
+# where the hooks' own stderr lines go; None = sys.stderr (the one-pass render keeps them off its stderr)
+ERR_STREAM = None
+
+
+def _err():
+    return ERR_STREAM if ERR_STREAM is not None else sys.stderr
 
 
 def install_fast_path() -> None:
@@ -80,6 +86,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
     filled_lines = profile.fixes("Q-SPATIAL-16")
     user_keywords = profile.fixes("Q-SPATIAL-17")
     camera_frame = profile.fixes("Q-SPATIAL-1")
+    sampled_curves = profile.fixes("Q-SPATIAL-13")
 
     class AuditHooks:
         """The three hooks (+ helpers) as a mixin; ``AuditScene = AuditHooks + base_scene``."""
@@ -107,7 +114,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
             self.ensure_audit_vars()
             msg = self.segment_log.on_remove(len(mobjects))
             if msg:
-                sys.stderr.write(msg)
+                _err().write(msg)
             result = super().remove(*mobjects)
             if returns_self:  # Q-SPATIAL-8 fixed: return the scene like the real method
                 return result
@@ -128,7 +135,8 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
 
         def _audit_snapshot(self, label):
             atoms = extract_atoms(self.mobjects, skip_value_trackers=skip_trackers, skip_invisible=skip_invisible,
-                                  image_ring_order=image_rings, group_own_points=group_points)
+                                  image_ring_order=image_rings, group_own_points=group_points,
+                                  sampled_curves=sampled_curves)
             if not atoms:
                 return None
             lx, ly = self.auditor
@@ -147,19 +155,28 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
             # the reference copies the frame at every snapshot; the fast path only when images are requested
             frame = _capture_frame(self) if (self._save_audit_images or cfg.full_fidelity) else None
             _ENGINE_TOTALS.add(issues.stats, len(atoms))
-            return Snapshot(label, issues.out_of_bounds, issues.overlaps, issues.leaks, frame=frame)
+            picture = None
+            if cfg.pictures:  # inspect pictures: a -ql raster of this checkpoint, after the checks (report unchanged)
+                from prism_fast.audit.pictures import capture_checkpoint
+
+                picture = capture_checkpoint(self, atoms, issues, (lx, ly), center)
+            return Snapshot(label, issues.out_of_bounds, issues.overlaps, issues.leaks, frame=frame, picture=picture)
 
         def process_final_results(self):
             self.ensure_audit_vars()
             msg = self.segment_log.finalize()
             if msg:
-                sys.stderr.write(msg)
+                _err().write(msg)
             segments = self.segment_log.segments
             if self._save_audit_images:
                 for i, snap in enumerate(segments):
                     _save_png(snap, f"audit_{'error' if snap.has_issue() else 'sample'}_{i}.png")
+            if cfg.pictures:
+                from prism_fast.audit.pictures import write_segment_pictures
+
+                write_segment_pictures(type(self).__name__, segments)
             self.final_report = {type(self).__name__: segment_report(segments)}
-            sys.stderr.write("\n" + json.dumps(self.final_report, indent=2, ensure_ascii=False) + "\n")
+            _err().write("\n" + json.dumps(self.final_report, indent=2, ensure_ascii=False) + "\n")
 
     AuditScene = type("AuditScene", (AuditHooks, base_scene), {})
     AuditScene.hooks = AuditHooks

@@ -333,3 +333,200 @@ def oob(xy: np.ndarray, lx: float, ly: float) -> float:
     mins, maxs = np.min(xy, axis=0), np.max(xy, axis=0)
     overflows = [max(0, -lx - mins[0]), max(0, maxs[0] - lx), max(0, -ly - mins[1]), max(0, maxs[1] - ly)]
     return round3(max(overflows))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Q-SPATIAL-13 fixed (improved profile): sampled curves, per-subpath rings, even-odd per family member
+# ---------------------------------------------------------------------------------------------------------
+# Each cubic Bezier is sampled at t = 0, 0.5, 1 (not its control points); each closed subpath is its own ring;
+# a point is inside a family member when the even-odd count over that member's rings is odd, and inside the
+# atom when it is inside any member. The bbox and the test points are the samples. Within a subpath the t = 1
+# sample of a curve is the t = 0 sample of the next one, so each curve contributes B(0) and B(0.5), and an
+# open subpath also its final B(1) (for a closed one it equals the first sample).
+_EQ_RTOL = 1.0e-5   # manim's VMobject.consider_points_equals_2d (np.isclose defaults) ...
+_EQ_ATOL = 1.0e-6   # ... with tolerance_for_point_equality
+
+
+def _close_2d(p: np.ndarray, q: np.ndarray) -> bool:
+    """manim's 2-D point equality for subpath splitting: |p - q| <= atol + rtol * |q| per axis."""
+    return bool(abs(p[0] - q[0]) <= _EQ_ATOL + _EQ_RTOL * abs(q[0])
+                and abs(p[1] - q[1]) <= _EQ_ATOL + _EQ_RTOL * abs(q[1]))
+
+
+def sample_cubic_path(points: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Samples and closed rings of one VMobject's own points (``(N, 2|3)``, 4 control points per cubic).
+
+    Returns ``(samples (S, 2) float64, [ring (R, 2) float64, ...])``. Subpaths split where a curve's start
+    anchor differs from the previous curve's end anchor (manim's 2-D equality); a subpath is closed when its
+    last anchor equals its first. A trailing partial curve (``N % 4``) is dropped, as manim does.
+    """
+    pts = np.asarray(points, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] < 2:
+        pts = pts.reshape(-1, 2)
+    pts = pts[:, :2]
+    n_curves = len(pts) // 4
+    if n_curves == 0:
+        return np.zeros((0, 2)), []
+    cubic = pts[: n_curves * 4].reshape(n_curves, 4, 2)
+    p0, p1, p2, p3 = cubic[:, 0], cubic[:, 1], cubic[:, 2], cubic[:, 3]
+    mid = 0.125 * (p0 + 3.0 * p1 + 3.0 * p2 + p3)  # B(0.5) of each cubic
+    samples, rings = [], []
+    # a new subpath starts at curve k when its start anchor differs from curve k-1's end anchor
+    joined = (np.abs(p3[:-1] - p0[1:]) <= _EQ_ATOL + _EQ_RTOL * np.abs(p0[1:])).all(axis=1)
+    ends = [*(np.flatnonzero(~joined) + 1).tolist(), n_curves]
+    start = 0
+    for k in ends:
+        # curves start..k-1 form one subpath
+        seq = np.empty((2 * (k - start), 2))
+        seq[0::2] = p0[start:k]
+        seq[1::2] = mid[start:k]
+        if _close_2d(p3[k - 1], p0[start]):
+            samples.append(seq)
+            if len(seq) >= 3:
+                rings.append(seq)
+        else:
+            samples.append(np.vstack([seq, p3[k - 1:k]]))
+        start = k
+    return np.concatenate(samples), rings
+
+
+@dataclass
+class Rings:
+    """The closed rings of one atom, grouped by family member, as a flat edge list.
+
+    ``x0, y0, x1, y1`` are ``(E,) float64`` (each ring implicitly closed from its last vertex to its first);
+    ``member_starts`` is ``(K,) int64``, the index of each member's first edge (members without a ring are
+    left out). An empty edge list contains no point.
+    """
+
+    x0: np.ndarray
+    y0: np.ndarray
+    x1: np.ndarray
+    y1: np.ndarray
+    member_starts: np.ndarray
+
+    @property
+    def n_edges(self) -> int:
+        return int(len(self.x0))
+
+
+def rings_from_members(members: Sequence[Sequence[np.ndarray]]) -> Rings:
+    """``members[k]`` = the rings ``(R, 2)`` of family member k; rings with < 3 vertices are dropped."""
+    cols: list[list[np.ndarray]] = [[], [], [], []]
+    starts = []
+    n = 0
+    for rings in members:
+        first = n
+        for ring in rings:
+            ring = np.asarray(ring, dtype=np.float64).reshape(-1, 2)
+            if len(ring) < 3:
+                continue
+            for col, arr in zip(cols, _edges(ring)):
+                col.append(arr)
+            n += len(ring)
+        if n > first:
+            starts.append(first)
+    if n == 0:
+        empty = np.zeros(0)
+        return Rings(empty, empty, empty, empty, np.zeros(0, dtype=np.int64))
+    x0, y0, x1, y1 = (np.concatenate(c) for c in cols)
+    return Rings(x0, y0, x1, y1, np.asarray(starts, dtype=np.int64))
+
+
+def inside_rings_scalar(tx: float, ty: float, members: Sequence[Sequence[Sequence[Sequence[float]]]]) -> bool:
+    """Scalar oracle of ``inside_rings``: odd even-odd count over some member's rings (rings < 3 ignored)."""
+    if not (math.isfinite(tx) and math.isfinite(ty)):
+        return False
+    for rings in members:
+        odd = False
+        for ring in rings:
+            m = len(ring)
+            if m < 3:
+                continue
+            for k in range(m):
+                x0, y0 = float(ring[k - 1][0]), float(ring[k - 1][1])
+                x1, y1 = float(ring[k][0]), float(ring[k][1])
+                f0 = y0 >= ty
+                f1 = y1 >= ty
+                if f0 != f1 and (((y1 - ty) * (x0 - x1) >= (x1 - tx) * (y0 - y1)) == f1):
+                    odd = not odd
+        if odd:
+            return True
+    return False
+
+
+def inside_rings(points: np.ndarray, rings: Rings) -> np.ndarray:
+    """``(P, 2) float64 -> (P,) bool``: inside any member, each member by the even-odd rule over its rings.
+
+    The same per-edge rule as ``inside_numpy`` (float64, each product rounded on its own)."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    out = np.zeros(len(points), dtype=bool)
+    if rings.n_edges == 0 or len(points) == 0:
+        return out
+    x0, y0, x1, y1 = rings.x0, rings.y0, rings.x1, rings.y1
+    dx = x0 - x1
+    dy = y0 - y1
+    step = max(1, _BLOCK // rings.n_edges)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for s in range(0, len(points), step):
+            tx = points[s:s + step, 0:1]
+            ty = points[s:s + step, 1:2]
+            f0 = y0 >= ty
+            f1 = y1 >= ty
+            toggle = (f0 != f1) & (((y1 - ty) * dx >= (x1 - tx) * dy) == f1)
+            per_member = np.add.reduceat(toggle, rings.member_starts, axis=1, dtype=np.int64)
+            finite = np.isfinite(points[s:s + step]).all(axis=1)
+            out[s:s + step] = ((per_member & 1) == 1).any(axis=1) & finite
+    return out
+
+
+def cover_rings(xy_a: np.ndarray, xy_b: np.ndarray, rings_b: Rings) -> float:
+    """cover(a, b) with b's rings (Q-SPATIAL-13 fixed): 0 when |a| < 2 or b has no ring, or the sample
+    bboxes are strictly disjoint; else round3 of the fraction of a's samples inside b."""
+    if len(xy_a) < 2 or rings_b.n_edges == 0 or len(xy_b) == 0:
+        return 0
+    amin, amax = np.min(xy_a, axis=0), np.max(xy_a, axis=0)
+    bmin, bmax = np.min(xy_b, axis=0), np.max(xy_b, axis=0)
+    if amax[0] < bmin[0] or amin[0] > bmax[0] or amax[1] < bmin[1] or amin[1] > bmax[1]:
+        return 0
+    return round3(np.count_nonzero(inside_rings(xy_a, rings_b)) / len(xy_a))
+
+
+def leak_rings(xy_a: np.ndarray, rings_c: Rings) -> float:
+    """leak(a, c) with c's rings (Q-SPATIAL-13 fixed): 0 when a has no sample or c no ring."""
+    if len(xy_a) == 0 or rings_c.n_edges == 0:
+        return 0
+    return round3(np.count_nonzero(~inside_rings(xy_a, rings_c)) / len(xy_a))
+
+
+def pair_ratios_rings(xys: Sequence[np.ndarray], rings: Sequence[Rings]) -> tuple[list, dict, EngineStats]:
+    """``pair_ratios`` for the improved geometry: test points ``xys`` (samples), regions ``rings``.
+
+    Same pair set (bbox-touching, i < j) and output layout as ``pair_ratios``; the guard ``|b| < 3`` becomes
+    "b has no ring". NumPy only (backend recorded as ``numpy_rings``)."""
+    xys = [np.asarray(xy, dtype=np.float64).reshape(-1, 2) for xy in xys]
+    stats = EngineStats(atoms=len(xys), backend="numpy_rings")
+    bmin, bmax = bboxes(xys)
+    ii, jj = touching_pairs(bmin, bmax)
+    stats.bbox_pairs = int(len(ii))
+    sizes = [len(xy) for xy in xys]
+    tasks_by_poly: dict[int, list[int]] = {}
+    for i, j in zip(ii.tolist(), jj.tolist()):
+        for a, b in ((i, j), (j, i)):
+            if sizes[a] >= 2 and rings[b].n_edges > 0:
+                tasks_by_poly.setdefault(b, []).append(a)
+                stats.tests += sizes[a] * rings[b].n_edges
+    counts = {}
+    for b, members in tasks_by_poly.items():
+        pts = np.concatenate([xys[a] for a in members])
+        csum = np.concatenate([[0], np.cumsum(inside_rings(pts, rings[b]), dtype=np.int64)])
+        off = 0
+        for a in members:
+            counts[(a, b)] = int(csum[off + sizes[a]] - csum[off])
+            off += sizes[a]
+    out = []
+    for i, j in zip(ii.tolist(), jj.tolist()):
+        c_ij = round3(counts[(i, j)] / sizes[i]) if (i, j) in counts else 0.0
+        c_ji = round3(counts[(j, i)] / sizes[j]) if (j, i) in counts else 0.0
+        out.append((i, j, max(c_ij, c_ji)))
+    return out, counts, stats

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 # improved-profile switches this stage does not implement yet: a row audited with one of them on records it
 # in ``quirks_not_implemented`` (and a warning is logged), so the reference behaviour is never passed off as
 # the improved one
-NOT_IMPLEMENTED = ("Q-SPATIAL-13",)
+NOT_IMPLEMENTED: tuple[str, ...] = ()
 _log = logging.getLogger(__name__)
 _warned: set = set()
 
@@ -85,8 +86,13 @@ def run_child(script_path: Path, audit_dir: Path, cfg: AuditConfig, profile: Pro
 
 
 def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Profile = REFERENCE,
-               sample_id: str | None = None) -> dict:
-    """Audit an existing script file; layout ``<work_dir>/audits/<id>/{audit_report.json, audit.log}``."""
+               sample_id: str | None = None, draw_failing_pictures: bool = True) -> dict:
+    """Audit an existing script file; layout ``<work_dir>/audits/<id>/{audit_report.json, audit.log}``.
+
+    With ``cfg.pictures`` the child also writes each segment's -ql frame and finding bboxes to
+    ``<audit dir>/pictures_raw/``; a sample that fails Spatial then gets ``segment_<k>.png`` + ``findings.json``
+    in ``<cfg.pictures_root>/<id>/`` (default ``<audit dir>/pictures/``; ``draw_failing_pictures``), and the row
+    a ``pictures`` field."""
     sample_id = sample_id or Path(script_path).stem
     work_dir = Path(work_dir).resolve()
     audit_dir = work_dir / "audits" / sample_id
@@ -96,7 +102,12 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
     meta_path.unlink(missing_ok=True)  # our own side file is never stale
     if profile.fixes("Q-SPATIAL-19"):  # improved: no stale report from an earlier run
         report_path.unlink(missing_ok=True)
-    rc, out, err, runtime = run_child(Path(script_path), audit_dir, cfg, profile, child_env(cfg, work_dir))
+    env = child_env(cfg, work_dir)
+    raw_pictures = audit_dir / "pictures_raw"
+    if cfg.pictures:
+        shutil.rmtree(raw_pictures, ignore_errors=True)  # never stale
+        env["PRISM_AUDIT_PICTURES_DIR"] = str(raw_pictures)
+    rc, out, err, runtime = run_child(Path(script_path), audit_dir, cfg, profile, env)
     if rc is not None:
         (audit_dir / "audit.log").write_text(out + "\n" + "=" * 20 + " STDERR " + "=" * 20 + "\n" + err,
                                              encoding="utf-8")
@@ -117,7 +128,29 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
     row.update(profile=profile.name, audit_mode=("full" if cfg.full_fidelity else "fast")
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing)
+    if cfg.pictures and draw_failing_pictures:
+        out = Path(cfg.pictures_root) / sample_id if cfg.pictures_root else audit_dir / "pictures"
+        row["pictures"] = _failing_pictures(row, report_text, raw_pictures, out)
     return row
+
+
+def _failing_pictures(row: dict, report_text: str | None, raw_dir: Path, out_dir: Path) -> dict:
+    """Batch opt-in (``audit.pictures``): draw the segments of a sample that fails Spatial (``draw_findings``
+    replaces any earlier ``segment_*.png`` and ``findings.json`` there)."""
+    if not report_text or row.get("audit_success") != 1 or row.get("visual_structure_pass") == 1:
+        return {"status": "skipped", "reason": "passes" if row.get("visual_structure_pass") == 1 else "no report"}
+    try:
+        from prism_fast.audit.pictures import draw_findings
+
+        doc = draw_findings(json.loads(report_text), raw_dir, out_dir, {"id": row.get("id")})
+        missing = [s["k"] for s in doc["segments"] if s["frame_error"]]
+        if missing:
+            _log.warning("audit pictures for %s: no frame for segment(s) %s", row.get("id"), missing)
+        return {"status": "ok" if not missing else "partial", "dir": str(out_dir), "segments": len(doc["segments"]),
+                "missing_frames": missing}
+    except Exception as exc:  # pictures never fail the audit row, but are never silent either
+        _log.warning("audit pictures for %s failed: %s", row.get("id"), exc)
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
 
 def audit_one(sample_id: str, script_text: str, work_dir, cfg: AuditConfig | None = None,

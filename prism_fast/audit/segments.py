@@ -22,6 +22,7 @@ class Snapshot:
     leaks: list
     frame: Any = None          # RGBA array only when images are requested
     stats: Any = None
+    picture: Any = None        # pictures.capture_checkpoint record, only with AuditConfig.pictures
 
     def has_issue(self) -> bool:
         return bool(self.out_of_bounds or self.overlaps or self.leaks)

@@ -60,6 +60,9 @@ def response_inputs(path: str | Path, tasks: Iterable[Task], profile: Profile) -
         if rec is None:
             inputs.append(ScriptInput(t.id, t.language, None, "missing"))
             continue
+        if rec.get("provider_error") and profile.fixes("Q-GEN-4"):  # improved: a failed call is not "empty"
+            inputs.append(ScriptInput(t.id, t.language, None, "provider_error"))
+            continue
         raw = rec["response"] if isinstance(rec["response"], str) else ""
         cleaned = clean_model_output(raw, t.language, profile)
         script = cleaned.code or None

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from prism_fast.execute import sandbox
+from prism_fast.execute import sandbox, texcache
 from prism_fast.execute.cache import RenderCache, render_cache_key
 from prism_fast.execute.fingerprint import fingerprint_hash
 from prism_fast.execute.scene_select import select_scene
@@ -81,6 +81,9 @@ class RenderConfig:
     disable_version_check: bool = True
     keep_temp: bool = False  # debugging only: leave the temp dir behind
     cache_dir: str | None = None  # content-addressed render cache (cache.py); None = off
+    # shared, verified TeX SVG cache (texcache.py; prefork backend only); None = off. Speeds renders up without
+    # changing videos or output text; rows record the hits (render time is then not the uncached time).
+    tex_cache_dir: str | None = None
 
 
 def render_settings(cfg: RenderConfig) -> dict:
@@ -147,6 +150,7 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
         "timed_out": False, "stderr_tail": None, "stdout_bytes": 0, "stderr_bytes": 0, "output_truncated": False,
         "net_isolated": False, "fs_readonly": False, "pids_limit": "none", "caps_dropped": False,
         "backend": None, "cache_hit": False, "cache_key": None, "profile": profile.name,
+        "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0,
         "env_fingerprint": fingerprint_hash(manim_bin),
     }
 
@@ -162,14 +166,23 @@ def _backend_name(runner: Runner | None) -> str:
 
 
 def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg: RenderConfig = RenderConfig(),
-               profile: Profile = REFERENCE, file_path: str | None = None, runner: Runner | None = None) -> dict:
+               profile: Profile = REFERENCE, file_path: str | None = None, runner: Runner | None = None,
+               onepass: dict | None = None, _onepass_req: dict | None = None) -> dict:
     """Render one script and return its row. Never raises for anything the script does.
+
+    ``onepass`` (an ``AuditConfig.to_dict()``): also produce the spatial audit's report in the same execution
+    where that is provably identical (``prism_fast.audit.onepass``); the row then carries ``onepass``,
+    ``onepass_reasons``, ``manim_executions`` and, when shared, ``_onepass_audit`` (popped by the caller).
 
     ``out_dir/videos/<id>.mp4`` receives the video. ``file_path`` is recorded as the toolkit's ``file_path``
     (the input script's path); default ``<id>.py``. ``runner`` runs the manim command: the default execs it
     in the sandbox (``sandbox.run_sandboxed``, backend "cli"); a ``worker.PreforkWorker``'s ``run`` forks it
     from a warm manim process (backend "prefork", see :func:`prefork_worker`).
     """
+    if onepass is not None:
+        from prism_fast.audit.onepass import render_with_onepass
+
+        return render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path, runner, onepass)
     manim_bin = _resolve_bin(cfg.manim_bin)
     row = _base_row(sample_id, file_path if file_path is not None else f"{sample_id}.py", profile, manim_bin)
     row["backend"] = _backend_name(runner)
@@ -203,12 +216,17 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
     tmp_root = _tmp_root(cfg)
     work = Path(tempfile.mkdtemp(prefix=f"render_{sample_id[:32]}_", dir=str(tmp_root)))
     try:
+        use_tex_cache = bool(cfg.tex_cache_dir) and row["backend"] == "prefork"
+        if cfg.tex_cache_dir and not use_tex_cache:
+            row["tex_cache"] = "unsupported_backend"
         row = _render_in(work, tmp_root, sample_id, script_text, choice.name, dest, cfg, profile, manim_bin,
-                         row, Path(out_dir), runner or sandbox.run_sandboxed)
+                         row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, _onepass_req)
+        if use_tex_cache:
+            _harvest_tex(work, cfg, row, Path(out_dir))
     finally:
         if not cfg.keep_temp:
             shutil.rmtree(work, ignore_errors=True)
-    if cache is not None:
+    if cache is not None and (_onepass_req is None or row["success"]):  # a failed observed run is not cached
         cache.put(key, row)
         row["cache_key"] = key
     return row
@@ -229,7 +247,8 @@ def _copy_regular_file(src: Path, dest: Path) -> None:
 
 
 def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, scene: str, dest: Path,
-               cfg: RenderConfig, profile: Profile, manim_bin: str, row: dict, out_dir: Path, runner: Runner) -> dict:
+               cfg: RenderConfig, profile: Profile, manim_bin: str, row: dict, out_dir: Path, runner: Runner,
+               use_tex_cache: bool = False, onepass_req: dict | None = None) -> dict:
     script = work / f"{sample_id}.py"
     script.write_text(script_text, encoding="utf-8")
     media_dir = work / "media"
@@ -243,10 +262,17 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     # Results, caches and other samples' temp dirs are read-only for the script (when a mount namespace exists).
     readonly = (str(out_dir), *cfg.readonly_paths, *((str(tmp_root),) if cfg.protect_tmp_root else ()),
                 *((cfg.cache_dir,) if cfg.cache_dir and Path(cfg.cache_dir).exists() else ()))
+    env_extra = None
+    if use_tex_cache:
+        tex_root = texcache.prepare_cache_dir(cfg.tex_cache_dir)
+        readonly = (*readonly, str(tex_root))
+        env_extra = {texcache.ENV_CACHE: str(tex_root), texcache.ENV_LOG: str(work / texcache.LOG_NAME)}
+        row["tex_cache"] = "on"
     spec = sandbox.SandboxSpec(
         argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag),
         cwd=str(work),
-        env=sandbox.scrub_env(os.environ, home=str(work)),
+        env=sandbox.scrub_env(os.environ, home=str(work), extra={
+            **(env_extra or {}), **(_onepass_env(work, scene, onepass_req) if onepass_req is not None else {})}),
         timeout_s=cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None,
         limits=limits,
         output_head_bytes=cfg.output_head_bytes,
@@ -255,6 +281,10 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         readonly_paths=readonly,
     )
     res = runner(spec)
+    if onepass_req is not None:
+        from prism_fast.audit.onepass import SIDE_NAME, read_side_file
+
+        row["_onepass_doc"] = read_side_file(work / SIDE_NAME)
     stderr_text = res.stderr.text()
     stdout_text = res.stdout.text()
     row.update(
@@ -300,6 +330,32 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         return row
     row.update(success=True, video_path=str(dest), status="ok")
     return row
+
+
+def _onepass_env(work: Path, scene: str, audit_cfg: dict) -> dict:
+    from prism_fast.audit.onepass import SIDE_NAME, request_env
+
+    return request_env(str(work / SIDE_NAME), scene, audit_cfg)
+
+
+def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> None:
+    """After the sample's process is gone: count its TeX cache hits and publish the compiles a trusted,
+    sandboxed re-compile reproduces byte for byte (texcache.harvest)."""
+    tex_root = Path(cfg.tex_cache_dir)
+
+    def make_spec(argv, cwd):
+        return sandbox.SandboxSpec(
+            argv=argv, cwd=cwd, env=sandbox.scrub_env(os.environ, home=cwd), timeout_s=300, limits=cfg.limits,
+            isolate_network=cfg.isolate_network, readonly_paths=(str(out_dir), *cfg.readonly_paths))
+
+    try:
+        stats = texcache.harvest(work, work / "media", tex_root, sandbox.run_sandboxed, make_spec)
+    except OSError as exc:  # a full disk or a vanished cache dir must not lose the row
+        log.warning("tex cache: harvest failed for %s: %s", row["id"], exc)
+        return
+    row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published)
+    for note in stats.notes:
+        log.warning("tex cache: %s (%s)", note, row["id"])
 
 
 def prefork_worker(cfg: RenderConfig):

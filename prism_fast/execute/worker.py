@@ -42,10 +42,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # started as a script (the server): make the package importable, then hide it
     _ROOT = str(Path(__file__).resolve().parents[2])
     sys.path.insert(0, _ROOT)
-    from prism_fast.execute import sandbox  # noqa: E402
+    from prism_fast.execute import sandbox, texcache  # noqa: E402
+    from prism_fast.audit import onepass  # noqa: E402
     sys.path.remove(_ROOT)
 else:
-    from prism_fast.execute import sandbox
+    from prism_fast.execute import sandbox, texcache
+    from prism_fast.audit import onepass
 
 SETUP_FAILED_EXIT = 126
 SETUP_FAILED_MARK = b"prism_fast prefork: child set-up failed: "
@@ -127,6 +129,8 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
             os.close(fd)
         os.environ.clear()
         os.environ.update(job["env"])
+        texcache.install_from_env()  # shared TeX SVG cache, when the parent asked for it (texcache.py)
+        onepass.install_from_env()  # one-pass audit observers, when the parent asked (audit/onepass.py)
         sys.argv = [job["manim_bin"], *job["args"]]
         if "numpy" in sys.modules:  # a fresh interpreter seeds numpy's legacy global RNG from the OS
             sys.modules["numpy"].random.seed()

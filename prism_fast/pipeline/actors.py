@@ -23,8 +23,10 @@ class RenderActor:
     manim import of every sample.
     """
 
-    def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True):
+    def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True, onepass: dict | None = None,
+                 audit_dir: str | None = None):
         self.render_cfg, self.profile, self.out_dir = render_cfg, profile, out_dir
+        self.onepass, self.audit_dir = onepass, audit_dir  # one-pass audit (audit/onepass.py); None = off
         self.worker = None
         if prefork:
             from prism_fast.execute.render import prefork_worker
@@ -36,7 +38,21 @@ class RenderActor:
         from prism_fast.execute.taxonomy import taxonomy_fields
 
         runner = self.worker.run if self.worker is not None else None
-        row = render_one(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner=runner)
+        row = render_one(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner=runner,
+                         onepass=self.onepass)
+        if self.onepass is None:  # audit.one_pass=off (or no audit): the old two-execution behaviour
+            from prism_fast.audit.onepass import _executed
+
+            row.update(onepass="off", onepass_reasons=["one_pass:off"], manim_executions=int(_executed(row)))
+        shared = row.pop("_onepass_audit", None)
+        if shared is not None:  # the audit stage picks this row up instead of executing the script again
+            from prism_fast.audit.onepass import store_shared_audit
+
+            store_shared_audit(sample_id, script, shared, self.audit_dir, self.onepass)
+        if isinstance(row.get("onepass_reasons"), list):
+            import json
+
+            row["onepass_reasons"] = json.dumps(row["onepass_reasons"])
         # Classification needs only the script and the render row (execution.md §8).
         row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
         return row
@@ -51,16 +67,36 @@ class RenderActor:
 class AuditActor:
     """One per CPU: audits a script in its own process (spatial audit, fast path) and returns the row."""
 
-    def __init__(self, audit_cfg, profile: Profile, work_dir: str):
+    def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None):
         self.audit_cfg, self.profile, self.work_dir = audit_cfg, profile, work_dir
+        self.cache = self.env = None
+        if cache_dir:  # audit cache (audit/cache.py): a sweep over metric settings re-runs no audit
+            from prism_fast.audit.cache import AuditCache
+            from prism_fast.execute.fingerprint import fingerprint_hash
+            from prism_fast.execute.render import _resolve_bin
+
+            self.cache, self.env = AuditCache(cache_dir), fingerprint_hash(_resolve_bin("manim"))
 
     def audit(self, sample_id: str, script: str) -> dict:
         from pathlib import Path
 
         from prism_fast.audit.runner import audit_one
 
-        row = audit_one(sample_id, script, self.work_dir, self.audit_cfg, self.profile)
-        row["report_path"] = str(Path(self.work_dir) / "audits" / sample_id / "audit_report.json")
+        report_path = Path(self.work_dir) / "audits" / sample_id / "audit_report.json"
+        key = row = None
+        if self.cache is not None:
+            from prism_fast.audit.cache import audit_cache_key
+
+            key = audit_cache_key(script_text=script, sample_id=sample_id, audit_cfg=self.audit_cfg,
+                                  profile=self.profile, env_fingerprint=self.env)
+            if not getattr(self.audit_cfg, "pictures", False):  # pictures need the audit to run (a hit draws none)
+                row = self.cache.get(key, sample_id, Path(self.work_dir), script)
+        if row is None:
+            row = audit_one(sample_id, script, self.work_dir, self.audit_cfg, self.profile)
+            row["audit_cache_hit"] = False
+            if self.cache is not None:
+                self.cache.put(key, row, report_path)
+        row["report_path"] = str(report_path)
         return row
 
 

@@ -56,6 +56,7 @@ class EvalOptions:
     text_expand: bool = True
     audit: bool = True
     audit_cfg: object = None  # prism_fast.audit.config.AuditConfig
+    audit_cache_dir: str | None = None  # audit/cache.py; None = off
     td: bool = True
     td_tau: int = 25
     metrics_device: str = "cpu"
@@ -105,6 +106,7 @@ def options_from_config(cfg) -> EvalOptions:
         text_expand=bool(cfg.metrics.text_expand.enabled),
         audit=bool(cfg.audit.enabled),
         audit_cfg=audit_config_from_mapping(OmegaConf.to_container(cfg.audit, resolve=True)),
+        audit_cache_dir=(str(Path(cfg.runs_root) / ".cache" / "audit") if cfg.audit.get("cache", False) else None),
         td=bool(cfg.metrics.td.enabled),
         td_tau=int(cfg.metrics.td.tau),
         metrics_device=str(cfg.metrics.device),
@@ -125,7 +127,7 @@ def audit_config_from_mapping(a: dict):
     from prism_fast.audit.config import AuditConfig
 
     known = {f.name for f in fields(AuditConfig)}
-    values = {k: v for k, v in a.items() if k != "enabled"}
+    values = {k: v for k, v in a.items() if k not in ("enabled", "cache")}
     unknown = sorted(set(values) - known)
     if unknown:
         raise KeyError(f"unknown audit setting(s) {unknown}; see prism_fast/audit/config.py")
@@ -150,6 +152,15 @@ def render_config_from_mapping(r: dict, runs_root: Path):
     cache_dir = None
     if cache.get("enabled"):
         cache_dir = str(cache.get("dir") or (runs_root / ".cache" / "render"))
+    tex = r.get("tex_cache") or {}
+    tex_cache_dir = None
+    if tex.get("enabled"):
+        from prism_fast.execute.fingerprint import fingerprint_hash
+        from prism_fast.execute.render import _resolve_bin
+
+        # one directory per render environment (manim, TeX, dvisvgm, fonts): an upgrade never reuses entries
+        fp = fingerprint_hash(_resolve_bin(r.get("manim_bin") or "manim"))
+        tex_cache_dir = str(Path(tex.get("dir") or (runs_root / ".cache" / "tex")) / fp)
     kwargs = dict(
         quality_flag=f"-{r.get('quality', 'ql')}",
         timeout_s=int(r.get("timeout_s", 600)),
@@ -162,6 +173,7 @@ def render_config_from_mapping(r: dict, runs_root: Path):
         ),
         isolate_network=bool(r.get("network_isolation", True)),
         cache_dir=cache_dir,
+        tex_cache_dir=tex_cache_dir,
     )
     if r.get("manim_bin"):
         kwargs["manim_bin"] = r["manim_bin"]
@@ -171,8 +183,12 @@ def render_config_from_mapping(r: dict, runs_root: Path):
 
 
 def run_eval_from_config(cfg) -> dict:
+    from prism_fast.pipeline.sweep import job_run_dir
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return run_eval(options_from_config(cfg))
+    opts = options_from_config(cfg)
+    opts.run_dir = job_run_dir(opts.run_dir)  # multirun: one run directory per job (pipeline/sweep.py)
+    return run_eval(opts)
 
 
 def model_output_dir(opts: EvalOptions) -> Path:
@@ -294,9 +310,18 @@ def run_exec_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptIn
                     ", ".join(p.stem for p in orphans[:10]))
     n = int(opts.render_workers or ray.cluster_resources().get("CPU", 1))
     run_actor_stage("exec", store, opts.model_name, opts.profile.name, jobs,
-                    lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork), "render", n, progress,
+                    lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork,
+                                               *_onepass_args(opts)), "render", n, progress,
                     immediate, lambda job, exc: {"success": False, "skipped": False, "error": "render worker lost"},
                     transform=lambda row: normalize_status(row, "exec_status", skipped_values=("skipped",)))
+
+
+def _onepass_args(opts: EvalOptions) -> tuple:
+    """(audit settings, audit work dir) for the render actors when the audit may share the render's execution
+    (``audit.one_pass=auto``, audit/onepass.py), else (None, None)."""
+    if not opts.audit or opts.audit_cfg is None or getattr(opts.audit_cfg, "one_pass", "off") != "auto":
+        return None, None
+    return opts.audit_cfg.to_dict(), str(model_output_dir(opts) / "audit")
 
 
 def run_text_expand_stage(opts: EvalOptions, store: ResultsStore, tasks: list[Task], inputs: list[ScriptInput],
@@ -340,12 +365,28 @@ def run_audit_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptI
                   "audit_status": "no_script"} for j in jobs if j.id in no_script]
     jobs = [j for j in jobs if j.id not in no_script]
     work_dir = str(model_output_dir(opts) / "audit")
+    from prism_fast.audit.onepass import load_shared_audit
+
+    shared = {j.id: r for j in jobs if (r := load_shared_audit(j.id, j.args[0], work_dir, opts.audit_cfg.to_dict())) is not None}
+    if opts.audit_cache_dir:
+        from prism_fast.audit.onepass import cache_shared_audit
+
+        shared = {j.id: cache_shared_audit(shared[j.id], j.id, j.args[0], opts.audit_cfg, opts.profile,
+                                           opts.audit_cache_dir, work_dir) for j in jobs if j.id in shared}
+    immediate += [normalize_status({**shared[j.id], "lang": j.lang}, "audit_status") for j in jobs if j.id in shared]
+    jobs = [j for j in jobs if j.id not in shared]
     n = int(ray.cluster_resources().get("CPU", 1))
+    audit_cfg = opts.audit_cfg
+    if audit_cfg.pictures and not audit_cfg.pictures_root:  # failing samples' pictures where `inspect` puts them
+        from dataclasses import replace
+
+        audit_cfg = replace(audit_cfg, pictures_root=str(opts.run_dir / "inspect"))
     run_actor_stage("audit", store, opts.model_name, opts.profile.name, jobs,
-                    lambda: AuditActor.remote(opts.audit_cfg, opts.profile, work_dir), "audit", n, progress,
+                    lambda: AuditActor.remote(audit_cfg, opts.profile, work_dir, opts.audit_cache_dir), "audit", n,
+                    progress,
                     immediate, lambda job, exc: {"audit_success": 0, "visual_structure_pass": 0,
                                                  "visual_structure_rate": 0.0, "audit_status": "worker_lost"},
-                    transform=lambda row: normalize_status(row, "audit_status"))
+                    transform=lambda row: normalize_status({**row, "audit_pass": "separate"}, "audit_status"))
 
 
 def run_td_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptInput], progress) -> None:
@@ -420,6 +461,13 @@ def run_eval(opts: EvalOptions) -> dict:
         run_audit_stage(opts, store, inputs, progress)
         timings["audit"] = time.perf_counter() - t0
 
+    if ((opts.config_snapshot.get("metrics") or {}).get("padvc") or {}).get("enabled"):
+        from prism_fast.pipeline.padvc_stage import run_padvc_stage
+
+        t0 = time.perf_counter()
+        run_padvc_stage(opts, store, tasks, inputs, progress)
+        timings["padvc"] = time.perf_counter() - t0
+
     if opts.td:
         t0 = time.perf_counter()
         run_td_stage(opts, store, inputs, progress)
@@ -446,7 +494,8 @@ def profile_render_from_config(cfg) -> dict:
     opts = options_from_config(cfg)
     pr = cfg.profile_render
     settings = ProfileSettings(repeats=int(pr.repeats), warmup=int(pr.warmup),
-                               pin_cpu=None if pr.pin_cpu is None else int(pr.pin_cpu))
+                               pin_cpu=None if pr.pin_cpu is None else int(pr.pin_cpu),
+                               tex_cache=bool(pr.get("tex_cache", False)))
     opts.run_dir.mkdir(parents=True, exist_ok=True)
     tasks = select_run_tasks(opts, opts.run_dir)
     inputs = [i for i in load_inputs(opts.model_kind, tasks, opts.profile, opts.predictions) if i.script is not None]

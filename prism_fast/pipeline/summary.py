@@ -48,6 +48,10 @@ def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings:
             "render_mean_s": _mean(times), "render_median_s": round(statistics.median(times), 3) if times else None,
             "failures_by_type": failures,
         }
+        execs = [_manim_executions(exec_rows.get(k), audit_rows.get(k)) for k in keys]
+        execs = [e for e in execs if e is not None]
+        group.update(manim_exec_per_sample=_mean(execs),
+                     audit_shared=sum(1 for k in keys if (audit_rows.get(k) or {}).get("audit_pass") == "shared"))
         if audit_rows:
             passed = sum(1 for k in keys if (audit_rows.get(k) or {}).get("visual_structure_pass") == 1)
             group.update(spatial_pass=passed, spatial_pct=_pct(passed, n))
@@ -63,10 +67,24 @@ def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings:
     return {"groups": groups, "stage_seconds": {k: round(v, 2) for k, v in timings.items()}}
 
 
+def _manim_executions(ex: dict | None, au: dict | None) -> int | None:
+    """Manim executions the run spent on one sample: its render (0 on a cache hit / trusted video, 2 when a
+    one-pass render failed and was rendered again) + its audit (0 when shared with the render or cached)."""
+    if not ex or ex.get("error_kind") == "no_script":
+        return None
+    n = ex.get("manim_executions")
+    if n is None:
+        n = 0 if (ex.get("cache_hit") or ex.get("skipped") or not ex.get("scene_class")) else 1
+    if au and au.get("audit_pass") != "shared" and not au.get("audit_cache_hit") and au.get("error_kind") != "no_script":
+        n += 1
+    return int(n)
+
+
 COLUMNS = [  # (header, key)
     ("model", "model"), ("lang", "lang"), ("tasks", "tasks"), ("Exec %", "exec_pct"),
     ("Spatial %", "spatial_pct"), ("TD_c (rendered)", "td_center_mean_rendered"), ("uTD (all)", "u_td_mean_all"),
     ("TextExpand", "text_expand_ratio_mean"), ("render mean s", "render_mean_s"),
+    ("Manim exec/sample", "manim_exec_per_sample"),
 ]
 
 

@@ -86,3 +86,44 @@ def pearson_r(x, y) -> float:
     a, b = a - a.mean(), b - b.mean()
     den = np.sqrt((a * a).sum() * (b * b).sum())
     return float((a * b).sum() / den) if den else float("nan")
+
+
+def mean_of_group_means_ci(groups, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+                           chunk: int = 2_000) -> Interval:
+    """Percentile bootstrap CI of the unweighted mean over groups of each group's mean (e.g. the Exec→Spatial
+    gap averaged over models). Each group is resampled on its own (stratified); draws are taken group after
+    group from one generator, each group's ``resamples × n_g`` index matrix row-major in chunks — the same
+    numbers as a loop ``for g: for r: rng.integers(0, n_g, n_g)``."""
+    arrays = [np.asarray(g, dtype=np.float64) for g in groups]
+    if not arrays or any(a.ndim != 1 or a.size == 0 for a in arrays):
+        raise ValueError("expected a non-empty list of non-empty 1-D arrays")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be in (0, 1)")
+    rng = np.random.default_rng(seed)
+    total = np.zeros(resamples, dtype=np.float64)
+    for x in arrays:
+        n = x.size
+        for start in range(0, resamples, chunk):
+            stop = min(resamples, start + chunk)
+            idx = rng.integers(0, n, size=(stop - start, n))
+            total[start:stop] += x[idx].mean(axis=1)
+    means = total / len(arrays)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    estimate = float(np.mean([a.mean() for a in arrays]))
+    return Interval(estimate, float(low), float(high), resamples, confidence, seed)
+
+
+def top_fraction_mask(values, fraction: float) -> np.ndarray:
+    """The ``ceil(fraction × n)`` largest values (ties broken by position: earlier wins)."""
+    x = np.asarray(values, dtype=np.float64)
+    k = int(np.ceil(fraction * x.size))
+    return top_k_mask(x, k)
+
+
+def top_k_mask(values, k: int) -> np.ndarray:
+    x = np.asarray(values, dtype=np.float64)
+    order = np.argsort(-x, kind="stable")
+    mask = np.zeros(x.size, dtype=bool)
+    mask[order[:max(0, k)]] = True
+    return mask

@@ -26,6 +26,7 @@ def test_conf_audit_reference_equals_the_reference_defaults():
     text = (resources.files("prism_fast.conf") / "audit" / "reference.yaml").read_text(encoding="utf-8")
     values = yaml.safe_load(text)
     assert values.pop("enabled") is True
+    assert values.pop("cache") is True  # the audit cache switch (pipeline), not an AuditConfig field
     assert values == asdict(AuditConfig())
     assert {k: type(v) for k, v in values.items()} == {k: type(v) for k, v in asdict(AuditConfig()).items()}
 

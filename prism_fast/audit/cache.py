@@ -1,0 +1,102 @@
+"""Content-addressed audit cache: a run with the same script, audit settings and environment reuses the audit.
+
+Used so that a Hydra sweep over metric settings (``-m metrics.td.tau=20,25,30``: one run directory per job)
+re-runs only the metric stage: renders come from the render cache (``execute/cache.py``), audits from here.
+
+Key: sha256 of a canonical JSON of the script bytes (sha256), the sample id (it names files and can appear in
+messages), every ``AuditConfig`` field except the ones that cannot change a report (``save_images``, ``one_pass``,
+``pictures``, ``geometry_device``, ``timeout_sec`` is kept: it decides timeouts), the profile's switches, the
+environment fingerprint hash and ``CACHE_SCHEMA``. Only outcomes a re-run reproduces are stored: successes and
+the script's own failures (no segments, scene exception, non-zero exit status 1-127). Timeouts, signals and
+lost workers depend on the host and are recomputed. A hit rewrites ``file_path`` to this run's script copy,
+writes the stored ``audit_report.json`` where the audit would have, and is flagged ``audit_cache_hit``.
+Layout: ``<root>/<key[:2]>/<key>.json``, written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CACHE_SCHEMA = "prism_fast.audit.v1"
+NOT_IN_KEY = frozenset({"save_images", "pictures", "pictures_root", "geometry_device", "prefork", "one_pass"})
+CACHEABLE_ERROR_KINDS = frozenset({None, "no_segments", "scene_exception", "nonzero_exit"})
+
+
+def audit_cache_key(*, script_text: str, sample_id: str, audit_cfg, profile, env_fingerprint: str) -> str:
+    settings = {k: v for k, v in asdict(audit_cfg).items() if k not in NOT_IN_KEY}
+    payload = {
+        "schema": CACHE_SCHEMA,
+        "script_sha256": hashlib.sha256(script_text.encode("utf-8")).hexdigest(),
+        "sample_id": sample_id,
+        "audit": settings,
+        "profile": profile.describe(),
+        "env": env_fingerprint,
+    }
+    canon = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+def cacheable(row: dict) -> bool:
+    if row.get("status") == "timeout" or row.get("error_kind") not in CACHEABLE_ERROR_KINDS:
+        return False
+    if row.get("error_kind") == "nonzero_exit":
+        rc = row.get("returncode")
+        return isinstance(rc, int) and 0 < rc < 128
+    return True
+
+
+class AuditCache:
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str, sample_id: str, work_dir: Path, script_text: str) -> dict | None:
+        path = self._path(key)
+        if not path.exists():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            row, report = entry["row"], entry["report"]
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("audit cache: unreadable entry %s (%s); recomputing", key[:16], exc)
+            return None
+        script = work_dir / "scripts" / f"{sample_id}.py"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(script_text, encoding="utf-8")
+        if report is not None:
+            dest = work_dir / "audits" / sample_id / "audit_report.json"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(dest, report)
+        row["file_path"] = str(script)
+        row["audit_cache_hit"] = True
+        return row
+
+    def put(self, key: str, row: dict, report_path: Path) -> bool:
+        if not cacheable(row):
+            return False
+        try:
+            report = report_path.read_text(encoding="utf-8") if report_path.exists() else None
+            entry = {"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False}, "report": report}
+            path = self._path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, json.dumps(entry, ensure_ascii=False, sort_keys=True, default=str))
+        except OSError as exc:
+            log.warning("audit cache: could not store %s (%s)", key[:16], exc)
+            return False
+        return True
+
+
+def _atomic_write(dest: Path, text: str) -> None:
+    part = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, dest)

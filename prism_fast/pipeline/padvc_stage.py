@@ -1,0 +1,188 @@
+"""PADVC stage of ``prism-fast eval`` (spec padvc.md §2, §10): gate on the audit and the render, PVD once per
+prompt in the driver, video + OCR in a pool of Ray actors, rows into the store.
+
+Enabled by ``metrics.padvc.enabled``. Settings (``metrics.padvc``): p, event_threshold, text_dilate, text_stride,
+ocr_backend, ``ocr`` (provider, paddle_model_dir, RapidOCR thresholds), embedding_backend, ``models`` (zh, en,
+hf_cache), ``ocr_cache_dir`` (default ``<run_dir>/ocr_cache``, the toolkit's shared per-run cache) and
+``frame_cache_dir`` (default ``<runs_root>/.cache/ocr_frames``, content-keyed, shared across runs).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import ray
+
+from prism_fast.metrics.padvc import PadvcConfig, PadvcParams
+from prism_fast.pipeline.actors import RESTARTS
+from prism_fast.profile import Profile
+
+log = logging.getLogger("prism_fast")
+
+
+def padvc_settings(opts) -> dict:
+    """``metrics.padvc`` of the run's resolved config."""
+    return dict((opts.config_snapshot.get("metrics") or {}).get("padvc") or {})
+
+
+def padvc_config(s: dict) -> PadvcConfig:
+    return PadvcConfig(p=float(s.get("p", 0.7)), event_threshold_abs=float(s.get("event_threshold", 50_000.0)),
+                       text_dilate=int(s.get("text_dilate", 7)), text_stride=int(s.get("text_stride", 15)))
+
+
+def ocr_settings(s: dict, profile: Profile):
+    from prism_fast.metrics.padvc import ocr_settings_for_profile
+    from prism_fast.video.ocr import settings_from_mapping
+
+    ocr = dict(s.get("ocr") or {})
+    ocr.setdefault("backend", s.get("ocr_backend", "rapidocr"))
+    return ocr_settings_for_profile(settings_from_mapping(ocr), profile)
+
+
+def pvd_config(s: dict, device: str):
+    from prism_fast.metrics.pvd import PvdConfig
+
+    models = dict(s.get("models") or {})
+    return PvdConfig(embedding_backend=str(s.get("embedding_backend", "sentence-transformers")),
+                     zh_model=models.get("zh"), en_model=models.get("en"), hf_cache=models.get("hf_cache"),
+                     device=str(s.get("embedding_device") or "cpu"))
+
+
+def padvc_params_by_lang(opts) -> dict[str, PadvcParams]:
+    params = ((opts.config_snapshot.get("lang") or {}).get("params")) or {}
+    return {lang: PadvcParams(float(p["padvc"]["mu"]), float(p["padvc"]["sigma"]), float(p["padvc"].get("eps", 1e-8)),
+                              str(p.get("source", "paper"))) for lang, p in params.items()}
+
+
+class PadvcWorker:
+    """Loads the OCR engine once; scores one gated row at a time (used inside ``PadvcActor`` and by fits)."""
+
+    def __init__(self, settings: dict, profile: Profile, ocr_cache_dir: str | None, frame_cache_dir: str | None,
+                 decoder: str = "opencv", device: str = "cpu"):
+        from prism_fast.video.ocr import FrameOcrCache, make_ocr_engine
+
+        self.profile = profile
+        self.config = padvc_config(settings)
+        self.ocr = ocr_settings(settings, profile)
+        self.engine = make_ocr_engine(self.ocr)
+        self.frame_cache = FrameOcrCache(frame_cache_dir)
+        self.ocr_cache_dir = ocr_cache_dir
+        # The toolkit decodes with OpenCV; decord/PyAV are bit-identical on -ql renders (tests/video).
+        self.decoder = "opencv" if decoder == "auto" else decoder
+        self.device = device
+
+    def masker(self, video_path: str):
+        from prism_fast.video.ocr import TextMasker, VideoOcrCacheFile, file_sha256
+
+        video_cache = None
+        if self.ocr_cache_dir:
+            # Q-PADVC-7: reference keys the per-video cache by the path string (stale after a re-render to
+            # the same path, as the toolkit); improved by the video's content.
+            key = file_sha256(video_path) if self.profile.fixes("Q-PADVC-7") else str(video_path)
+            video_cache = VideoOcrCacheFile(self.ocr_cache_dir, video_path, key, self.ocr.signature())
+        return TextMasker(self.engine, self.ocr, self.frame_cache, video_cache)
+
+    def details(self, video_path: str, pvd) -> dict:
+        from prism_fast.metrics.padvc import compute_padvc_details
+
+        return compute_padvc_details(video_path, pvd, self.masker(video_path), config=self.config,
+                                     profile=self.profile, decoder=self.decoder, device=self.device)
+
+    def provenance(self, details: dict | None) -> dict:
+        out = {"ocr_backend": self.ocr.backend, "ocr_signature": self.ocr.signature(),
+               "ocr_provider": self.engine.provider, "ocr_provider_fallback": self.engine.provider_fallback,
+               "device": self.device}
+        if details:
+            out.update(ocr_requests=details.get("_ocr_requests"), ocr_calls=details.get("_ocr_calls"),
+                       decoder=details.get("_decoder"), decoder_fallback=details.get("_decoder_fallback"))
+        return out
+
+    def score(self, base: dict, pvd_fields: dict, params: PadvcParams) -> dict:
+        from prism_fast.metrics.padvc import VideoDecodeError, error_row, finish_ok_row
+
+        class _Pvd:
+            pvd_raw = int(pvd_fields["pvd_raw"])
+
+        try:
+            details = self.details(base["video_path"], _Pvd)
+        except VideoDecodeError as exc:
+            if self.profile.fixes("Q-PADVC-3"):
+                row = error_row(base, "RuntimeError: video decode failed", profile=self.profile)
+            else:  # the toolkit's evaluate_single returns 0.0 and merging it into the row raises (Q-PADVC-3)
+                row = error_row(base, "TypeError: 'float' object is not iterable", profile=self.profile)
+            row.update(error_kind="video_decode_failed", error_detail=str(exc), **self.provenance(None))
+            return row
+        except Exception as exc:  # noqa: BLE001 - the toolkit turns any exception into an error row
+            row = error_row(base, f"{type(exc).__name__}: {exc}", profile=self.profile)
+            row.update(error_kind="exception", error_detail=f"{type(exc).__name__}: {exc}"[:4000],
+                       **self.provenance(None))
+            return row
+        row = finish_ok_row(base, details, params, profile=self.profile)
+        row.update(pvd_fields)
+        row.update(self.provenance(details))
+        return row
+
+
+@ray.remote(num_cpus=1, **RESTARTS)
+class PadvcActor:
+    def __init__(self, settings: dict, profile: Profile, params_by_lang: dict, ocr_cache_dir: str | None,
+                 frame_cache_dir: str | None, decoder: str, device: str):
+        self.worker = PadvcWorker(settings, profile, ocr_cache_dir, frame_cache_dir, decoder, device)
+        self.params_by_lang = params_by_lang
+
+    def padvc(self, sample_id: str, lang: str, base: dict, pvd_fields: dict) -> dict:
+        return self.worker.score(base, pvd_fields, self.params_by_lang[lang])
+
+
+def run_padvc_stage(opts, store, tasks, inputs, progress) -> None:
+    """Gate every task (§2.3), compute PVD once per distinct prompt, score the rest on ``PadvcActor``s."""
+    from prism_fast.metrics.padvc import base_fields, error_row, gate_error
+    from prism_fast.metrics.pvd import PvdCalculator
+    from prism_fast.pipeline.stages import Job, pending_jobs, run_actor_stage
+    from prism_fast.schema import normalize_status
+
+    s = padvc_settings(opts)
+    profile = opts.profile
+    params = padvc_params_by_lang(opts)
+    by_id = {t.id: t for t in tasks}
+    exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
+    audit_rows = {(r["lang"], r["id"]): r for r in store.read("audit").to_pylist() if r["model"] == opts.model_name}
+    jobs = pending_jobs(store, "padvc", opts.model_name, (Job(i.language, i.id, ()) for i in inputs),
+                        opts.retry_failed)
+    immediate, work = [], []
+    pvd_calc = None
+    for job in jobs:
+        task = by_id[job.id]
+        ex, au = exec_rows.get((job.lang, job.id), {}), audit_rows.get((job.lang, job.id), {})
+        # instruction_text = the full instruction sent to the model (§2.4); our manifests always carry it, so
+        # Q-PADVC-5 (markdown-mode manifests without it) cannot arise here.
+        task_view = {"id": task.id, "source_id": task.id, "instruction_text": task.instruction}
+        base = base_fields(task_view, au, ex)
+        message = gate_error(task_view, au, ex)
+        if message is not None:
+            row = error_row(base, f"RuntimeError: {message}", profile=profile)
+            row.update(lang=job.lang, error_kind="gate", error_detail=message)
+            immediate.append(normalize_status(row, "padvc_status"))
+            continue
+        if pvd_calc is None:
+            pvd_calc = PvdCalculator(pvd_config(s, opts.metrics_device), profile=profile)
+        pvd = pvd_calc.compute(task.instruction)   # cached by prompt hash: once per prompt
+        work.append(Job(job.lang, job.id, (job.lang, base, pvd.fields())))
+    run_dir = Path(opts.run_dir)
+    ocr_cache_dir = s.get("ocr_cache_dir") or str(run_dir / "ocr_cache")
+    frame_cache_dir = s.get("frame_cache_dir") or str(run_dir.parent / ".cache" / "ocr_frames")
+    gpus = ray.cluster_resources().get("GPU", 0)
+    n = int(s.get("workers") or ray.cluster_resources().get("CPU", 1))
+    use_gpu = opts.metrics_device.startswith("cuda") and gpus > 0
+    actor_opts = {"num_gpus": min(1.0, gpus / max(n, 1))} if use_gpu else {}
+
+    def make():
+        return PadvcActor.options(**actor_opts).remote(s, profile, params, ocr_cache_dir, frame_cache_dir,
+                                                       opts.decoder, opts.metrics_device)
+
+    run_actor_stage("padvc", store, opts.model_name, profile.name, work, make, "padvc", n, progress,
+                    immediate_rows=immediate,
+                    lost_row=lambda job, exc: {"padvc_status": "worker_lost", **job.args[1],
+                                               "error": f"{type(exc).__name__}: {exc}"[:4000]},
+                    transform=lambda row: normalize_status(row, "padvc_status"))

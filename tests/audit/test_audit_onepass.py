@@ -1,0 +1,212 @@
+"""One Manim execution per sample (audit/onepass.py): the -ql render yields the audit report where provably
+identical, and the decision rule sends every frame-rate / canvas dependent scene to the separate audit.
+
+Real renders (prefork worker) and real audits; one worker and every render shared through a module fixture."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from prism_fast.audit import onepass
+from prism_fast.audit.config import AuditConfig
+from prism_fast.audit.runner import audit_one
+from prism_fast.profile import REFERENCE, resolve_profile
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+PLAIN = '''from manim import *
+
+
+class Plain(Scene):
+    def construct(self):
+        title = Text("One pass", font_size=40).to_edge(UP)
+        box = Square(side_length=2, fill_opacity=0.5, color=BLUE)
+        label = Text("overlapping label", font_size=36).move_to(box.get_right())
+        self.play(Write(title), FadeIn(box))
+        self.play(box.animate.shift(LEFT * 2).scale(1.2), run_time=0.6)
+        self.play(FadeIn(label))
+        self.play(FadeOut(title))
+        big = Circle(radius=1).shift(RIGHT * 6.8)
+        self.play(Create(big), run_time=0.5)
+        self.wait(0.3)
+'''
+
+# an updater that rotates the square once per frame (60 times a second at the audit's rate, 15 in the render)
+# and a Text too long for the -ql Pango canvas; rendered with the observers although the static rule refuses it,
+# to show that the runtime guards catch both on their own
+DYNAMIC = '''from manim import *
+
+
+class Spin(Scene):
+    def construct(self):
+        sq = Square(side_length=1.5)
+        self.add(sq)
+        sq.add_updater(lambda m: m.rotate(0.2))
+        long = Text("a very long caption that runs far past the frame " * 4, font_size=48)
+        self.play(FadeIn(long), run_time=0.5)
+        self.wait(0.5)
+'''
+
+FAILING = '''from manim import *
+
+
+class Broken(Scene):
+    def construct(self):
+        dot_label = Text("x")
+        self.play(FadeIn(dot_label), run_time=0.2)
+        raise ValueError("boom after one play")
+'''
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
+
+    base = tmp_path_factory.mktemp("onepass")
+    cfg = RenderConfig()
+    acfg = AuditConfig().to_dict()
+    worker = prefork_worker(cfg)
+    out = {}
+    try:
+        for name, script in (("plain", PLAIN), ("failing", FAILING),
+                             ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
+            out[name] = render_one(f"S-{name}", script, base / "onepass", cfg, runner=worker.run, onepass=acfg)
+        # past the static rule: the observers themselves must refuse this one
+        out["dynamic"] = render_one("S-dynamic", DYNAMIC, base / "onepass", cfg, runner=worker.run,
+                                    _onepass_req=acfg)
+        out["plain_ref"] = render_one("S-plain", PLAIN, base / "plain", cfg, runner=worker.run)
+        out["failing_ref"] = render_one("S-failing", FAILING, base / "plain", cfg, runner=worker.run)
+    finally:
+        worker.close()
+    out["base"] = base
+    out["plain_audit"] = audit_one("S-plain", PLAIN, base / "audit_only", AuditConfig())
+    out["traced_audit"] = audit_one("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"),
+                                    base / "audit_only", AuditConfig())
+    return out
+
+
+@pytest.mark.slow
+def test_plain_scene_shares_the_render_and_matches_the_audit_only_report(runs):
+    row = dict(runs["plain"])
+    shared = row.pop("_onepass_audit")
+    assert row["success"] and row["onepass"] == "shared" and row["onepass_reasons"] == []
+    assert row["manim_executions"] == 1
+    # the video is byte-identical to a render without any audit observer
+    ref = runs["plain_ref"]
+    assert Path(row["video_path"]).read_bytes() == Path(ref["video_path"]).read_bytes()
+    # and so is everything the render printed (paths of the two output dirs aside)
+    norm = lambda r: (r["stderr_tail"] or "").replace(str(runs["base"] / "onepass"), "@").replace(
+        str(runs["base"] / "plain"), "@")
+    assert norm(row) == norm(ref) and row["stdout_bytes"] == ref["stdout_bytes"]
+    # the report is byte-identical to the audit-only run's, and not trivial
+    only = runs["plain_audit"]
+    only_text = Path(runs["base"] / "audit_only" / "audits" / "S-plain" / "audit_report.json").read_text(
+        encoding="utf-8")
+    assert onepass.report_text(shared["report"]) == only_text
+    assert only["segment_count"] == 2 and only["visual_issue_total"] > 0
+    # the stored audit row equals the audit-only row in every field of the authors' row
+    work = runs["base"] / "pipeline_audit"
+    acfg = AuditConfig().to_dict()
+    onepass.store_shared_audit("S-plain", PLAIN, shared, work, acfg)
+    loaded = onepass.load_shared_audit("S-plain", PLAIN, work, {**acfg, "one_pass": "auto"})
+    assert loaded["audit_pass"] == "shared"
+    for key in ("audit_success", "segment_count", "visual_structure_rate", "visual_structure_pass",
+                "visual_issue_total", "visual_issue_breakdown", "error_msg", "visual_audit_report", "status"):
+        assert loaded[key] == only[key], key
+    assert onepass.load_shared_audit("S-plain", PLAIN + "\n# edited\n", work, acfg) is None  # keyed by the script
+    assert onepass.load_shared_audit("S-plain", PLAIN, work, {**acfg, "cover_min": 0.2}) is None  # and settings
+
+
+@pytest.mark.slow
+def test_traced_path_scene_takes_the_separate_audit_and_matches_the_reference(runs):
+    row = runs["traced"]
+    assert row["success"] and row["onepass"] == "ineligible" and "_onepass_audit" not in row
+    assert "name:TracedPath" in row["onepass_reasons"] and "attr:add_updater" in row["onepass_reasons"]
+    report = Path(runs["base"] / "audit_only" / "audits" / "traced" / "audit_report.json").read_text(
+        encoding="utf-8")
+    assert json.loads(report) == json.loads((FIXTURES / "expected_traced.json").read_text(encoding="utf-8"))
+    assert runs["traced_audit"]["audit_success"] == 1
+
+
+@pytest.mark.slow
+def test_runtime_guards_catch_an_updater_and_a_canvas_dependent_text(runs):
+    row = runs["dynamic"]
+    assert "attr:add_updater" in onepass.static_reasons(DYNAMIC)
+    assert row["success"], row["error"]
+    reasons = row["_onepass_doc"]["reasons"]
+    assert "mobject_updater" in reasons and "text_depends_on_canvas" in reasons
+    # the plain scene's observers found nothing
+    assert runs["plain"]["onepass_reasons"] == []
+
+
+@pytest.mark.slow
+def test_failed_one_pass_render_is_rendered_again_without_observers(runs):
+    row, ref = runs["failing"], runs["failing_ref"]
+    assert row["onepass"] == "fallback" and row["manim_executions"] == 2 and not row["success"]
+    assert "hooks.py" not in row["error"] and "onepass.py" not in row["error"]  # no observer frame in it
+    strip = lambda r: re.sub(r"render_S-failing_\w{8}", "@", r["error"])  # the per-render temp dir name
+    assert strip(row) == strip(ref)
+
+
+def test_static_rule():
+    assert onepass.static_reasons(PLAIN) == []
+    cases = {
+        "self.remove(a).add(b)": "remove_result_used",
+        "x = self.remove(a)": "remove_result_used",
+        "try:\n    a = 1\nexcept TypeError:\n    pass": "try",
+        "import os": "import:os",
+        "from . import helper": "relative_import",
+        "p = __file__": "name:__file__",
+        "c = CENTER": "name:CENTER",
+        "config.frame_rate = 30": "name:config",
+        "t = self.renderer.time": "attr:renderer",
+        "d = always_redraw(lambda: Dot())": "name:always_redraw",
+        "m.add_updater(f)": "attr:add_updater",
+        "self.wait_until(lambda: True)": "attr:wait_until",
+        "n = mob.name": "attr:name",
+        "v = getattr(m, 'x')": "name:getattr",
+    }
+    for code, reason in cases.items():
+        assert reason in onepass.static_reasons(code), code
+    assert onepass.static_reasons("def f(:\n") == ["syntax_error"]
+    assert onepass.static_reasons("self.remove(a)\nitems.remove(3)") == []
+
+
+def test_plan_reasons_switch_profile_backend_and_images():
+    acfg = AuditConfig().to_dict()
+    assert onepass.plan_reasons(PLAIN, acfg, REFERENCE, "prefork") == []
+    assert "one_pass:off" in onepass.plan_reasons(PLAIN, {**acfg, "one_pass": "off"}, REFERENCE, "prefork")
+    assert "backend:cli" in onepass.plan_reasons(PLAIN, acfg, REFERENCE, "cli")
+    assert "audit_images" in onepass.plan_reasons(PLAIN, {**acfg, "full_fidelity": True}, REFERENCE, "prefork")
+    improved = resolve_profile("improved", {})
+    assert "profile:improved" in onepass.plan_reasons(PLAIN, acfg, improved, "prefork")
+
+
+def test_default_is_auto():
+    assert AuditConfig().one_pass == "auto"
+
+
+def test_side_file_round_trip(tmp_path):
+    path = tmp_path / onepass.SIDE_NAME
+    assert onepass.read_side_file(path) is None
+    path.write_text("not json", encoding="utf-8")
+    assert onepass.read_side_file(path) is None
+    path.write_text(json.dumps({"reasons": [], "report": {"A": {}}}), encoding="utf-8")
+    assert onepass.read_side_file(path)["report"] == {"A": {}}
+
+
+def test_summary_counts_manim_executions_per_sample():
+    from prism_fast.pipeline.summary import _manim_executions
+
+    ok = {"success": True, "scene_class": "A", "cache_hit": False, "skipped": False}
+    assert _manim_executions({**ok, "manim_executions": 1}, {"audit_pass": "shared"}) == 1
+    assert _manim_executions({**ok, "manim_executions": 1}, {"audit_pass": "separate"}) == 2
+    assert _manim_executions({**ok, "manim_executions": 2}, {"audit_pass": "separate"}) == 3  # fallback
+    assert _manim_executions({**ok, "manim_executions": 0, "cache_hit": True},
+                             {"audit_pass": "separate", "audit_cache_hit": True}) == 0
+    assert _manim_executions(ok, {"audit_pass": "separate"}) == 2  # a row from before one-pass existed
+    assert _manim_executions({"error_kind": "no_script"}, {"error_kind": "no_script"}) is None
