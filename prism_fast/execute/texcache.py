@@ -274,6 +274,7 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
     """Verify the sample's fresh compiles and publish the reproduced ones. ``make_spec(argv, cwd)`` builds the
     sandbox spec for the trusted compile; ``run_sandboxed(spec)`` runs it. Never raises for bad input."""
     stats = HarvestStats()
+    cache_dir = prepare_cache_dir(cache_dir)
     log_path = work_dir / LOG_NAME
     stats.hits, stats.misses = count_hits(log_path)
     candidates = _candidates(log_path, media_dir / "Tex", cache_dir, stats)
@@ -335,7 +336,8 @@ def _keep_rejected(cache_dir: Path, key: str, source: bytes, sample_svg: bytes, 
 
 
 def prepare_cache_dir(cache_dir: str | os.PathLike) -> Path:
-    root = Path(cache_dir)
+    """Create the cache's folders; returns its absolute path (the sample and the verifier run in other cwds)."""
+    root = Path(cache_dir).resolve()
     for sub in ("svg", "seen", "tmp"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     return root

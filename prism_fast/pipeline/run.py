@@ -106,7 +106,8 @@ def options_from_config(cfg) -> EvalOptions:
         text_expand=bool(cfg.metrics.text_expand.enabled),
         audit=bool(cfg.audit.enabled),
         audit_cfg=audit_config_from_mapping(OmegaConf.to_container(cfg.audit, resolve=True)),
-        audit_cache_dir=(str(Path(cfg.runs_root) / ".cache" / "audit") if cfg.audit.get("cache", False) else None),
+        audit_cache_dir=(str((Path(cfg.runs_root) / ".cache" / "audit").resolve()) if cfg.audit.get("cache", False)
+                         else None),
         td=bool(cfg.metrics.td.enabled),
         td_tau=int(cfg.metrics.td.tau),
         metrics_device=str(cfg.metrics.device),
@@ -151,7 +152,7 @@ def render_config_from_mapping(r: dict, runs_root: Path):
     cache = r.get("cache") or {}
     cache_dir = None
     if cache.get("enabled"):
-        cache_dir = str(cache.get("dir") or (runs_root / ".cache" / "render"))
+        cache_dir = str(Path(cache.get("dir") or (runs_root / ".cache" / "render")).resolve())
     tex = r.get("tex_cache") or {}
     tex_cache_dir = None
     if tex.get("enabled"):
@@ -160,7 +161,7 @@ def render_config_from_mapping(r: dict, runs_root: Path):
 
         # one directory per render environment (manim, TeX, dvisvgm, fonts): an upgrade never reuses entries
         fp = fingerprint_hash(_resolve_bin(r.get("manim_bin") or "manim"))
-        tex_cache_dir = str(Path(tex.get("dir") or (runs_root / ".cache" / "tex")) / fp)
+        tex_cache_dir = str((Path(tex.get("dir") or (runs_root / ".cache" / "tex")) / fp).resolve())
     kwargs = dict(
         quality_flag=f"-{r.get('quality', 'ql')}",
         timeout_s=int(r.get("timeout_s", 600)),

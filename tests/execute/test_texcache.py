@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import textwrap
 from dataclasses import replace
@@ -168,3 +169,35 @@ def test_glyph_definition_order_is_not_part_of_the_comparison_nor_of_the_mobject
         mob = SVGMobject(str(path))
         points.append([sm.points.tobytes() for sm in mob.family_members_with_points()])
     assert points[0] == points[1] and len(points[0]) == 2
+
+
+def test_harvest_with_a_relative_cache_dir(tmp_path, monkeypatch):
+    """runs_root is relative by default: the verifier runs in another cwd, so every path it uses must be
+    absolute (a relative one produced no SVG at all in a pipeline run)."""
+    import subprocess
+
+    from manim import TexTemplate
+
+    from prism_fast.execute import sandbox
+
+    monkeypatch.chdir(tmp_path)
+    code = TexTemplate().get_texcode_for_expression_in_env("y = x^2", "align*")
+    work = tmp_path / "work"
+    tex_dir = work / "media" / "Tex"
+    tex_dir.mkdir(parents=True)
+    tex = tex_dir / f"{texcache.manim_tex_hash(code)}.tex"
+    tex.write_text(code, encoding="utf-8")
+    for cmd in texcache.compile_commands(tex, "latex", ".dvi"):
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    (work / texcache.LOG_NAME).write_text(json.dumps({"event": "miss", "tex": tex.name, "compiler": "latex",
+                                                      "format": ".dvi"}) + "\n", encoding="utf-8")
+
+    def make_spec(argv, cwd):
+        return sandbox.SandboxSpec(argv=argv, cwd=cwd, env=sandbox.scrub_env(os.environ, home=cwd), timeout_s=120)
+
+    rel = Path("runs") / ".cache" / "tex"
+    first = texcache.harvest(work, work / "media", rel, sandbox.run_sandboxed, make_spec)
+    second = texcache.harvest(work, work / "media", rel, sandbox.run_sandboxed, make_spec)
+    assert (first.first_seen, first.published) == (1, 0)
+    assert (second.published, second.rejected) == (1, 0), second.notes
+    assert len(_entries(tmp_path / rel)) == 1
