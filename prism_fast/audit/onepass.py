@@ -105,6 +105,13 @@ def static_reasons(source: str) -> list[str]:
             add("try")  # a caught exception can hide a shim's divergence
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             add("global")
+        elif isinstance(node, ast.FormattedValue) and node.conversion == ord("r"):
+            add("repr_conversion")  # f"{group!r}": manim's VMobject.__repr__ shows the injected variable names
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                "%r" in node.value or "!r}" in node.value):
+            add("repr_format")  # "%r" % group, "{!r}".format(group)
+        if isinstance(node, ast.Attribute) and node.attr in ("_os", "sys", "_sys", "ctypeslib", "builtins", "modules"):
+            add(f"attr:{node.attr}")  # module internals reaching os/sys from an allowed import
     return reasons
 
 

@@ -109,7 +109,8 @@ class RenderCache:
             return False
         meta, video = self._paths(key)
         meta.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"schema": CACHE_SCHEMA, "row": {**row, "cache_hit": False, "cache_key": key}}
+        public = {k: v for k, v in row.items() if not k.startswith("_")}  # e.g. _onepass_doc: the caller's, not a result
+        entry = {"schema": CACHE_SCHEMA, "row": {**public, "cache_hit": False, "cache_key": key}}
         try:
             if row.get("success"):
                 src = Path(row["video_path"])

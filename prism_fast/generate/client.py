@@ -169,6 +169,10 @@ class ChatClient:
             if not key:
                 raise RuntimeError(f"environment variable {endpoint.api_key_env} (model.endpoint.api_key_env) is not "
                                    "set; export the API key there")
+            key = key.strip()
+            if not key or any(not (32 < ord(c) < 127) for c in key):
+                raise RuntimeError(f"environment variable {endpoint.api_key_env} holds characters an HTTP header "
+                                   "cannot carry (the key itself is not shown)")
             self._key = key
         parts = urlsplit(endpoint.base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -222,7 +226,7 @@ class ChatClient:
             status, headers, raw = self._post_once(payload)
         except (TimeoutError, socket.timeout) as exc:
             raise _AttemptError("timeout", f"timeout after {self.timeout_s:g}s: {exc}") from None
-        except (ConnectionError, http.client.HTTPException, OSError) as exc:
+        except (ConnectionError, http.client.HTTPException, OSError, ValueError) as exc:
             raise _AttemptError("connection_error", f"{type(exc).__name__}: {self._scrub(str(exc))}") from None
         text = raw.decode("utf-8", errors="replace")
         if status != 200:
@@ -297,7 +301,7 @@ class ChatClient:
         result.reasoning_content = reasoning if isinstance(reasoning, str) else None
         content = message.get("content")
         if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
         if not isinstance(content, str) or not content:
             result.content = content if isinstance(content, str) else None
             result.error_kind, result.error = "empty_content", "reply content is empty"

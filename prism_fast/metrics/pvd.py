@@ -309,8 +309,8 @@ class SentenceEmbedder:
     """``SentenceTransformer(path).encode`` in fp32, unnormalised, offline."""
 
     def __init__(self, name_or_path: str, device: str = "cpu"):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ["HF_HUB_OFFLINE"] = "1"  # forced (spec §8.7): never a download at run time
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:

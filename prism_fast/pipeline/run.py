@@ -368,7 +368,10 @@ def run_audit_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptI
     work_dir = str(model_output_dir(opts) / "audit")
     from prism_fast.audit.onepass import load_shared_audit
 
-    shared = {j.id: r for j in jobs if (r := load_shared_audit(j.id, j.args[0], work_dir, opts.audit_cfg.to_dict())) is not None}
+    shared = {}
+    if getattr(opts.audit_cfg, "one_pass", "off") == "auto":  # one_pass=off: a resumed run audits for real
+        shared = {j.id: r for j in jobs
+                  if (r := load_shared_audit(j.id, j.args[0], work_dir, opts.audit_cfg.to_dict())) is not None}
     if opts.audit_cache_dir:
         from prism_fast.audit.onepass import cache_shared_audit
 

@@ -310,7 +310,6 @@ def options_from_config(cfg) -> ReportOptions:
 
 def report_from_config(cfg) -> int:
     built = build_report(options_from_config(cfg))
-    print((Path(built["out_dir"]) / "table1.md").read_text(encoding="utf-8")
-          if (Path(built["out_dir"]) / "table1.md").exists() else render.table1_markdown(built["result"]["table1"]))
+    print(render.table1_markdown(built["result"]["table1"]))  # this build's table, never a stale file
     print(f"report: {len(built['files'])} files in {built['out_dir']}")
     return 0

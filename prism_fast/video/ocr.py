@@ -74,6 +74,18 @@ class OcrSettings:
                 f"_bt{self.box_thresh:.3f}_ur{self.unclip_ratio:.3f}_ls{int(self.det_limit_side_len)}")
 
 
+def _backend_versions() -> str:
+    from importlib import metadata
+
+    out = []
+    for dist in ("rapidocr-onnxruntime", "onnxruntime", "onnxruntime-gpu", "paddleocr", "paddlepaddle"):
+        try:
+            out.append(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return ",".join(out)
+
+
 # --- polygons and masks ---------------------------------------------------------------------------------
 
 def _is_point(p: Any) -> bool:
@@ -375,8 +387,12 @@ class TextMasker:
         self.engine, self.settings = engine, settings
         self.frame_cache = frame_cache if frame_cache is not None else FrameOcrCache()
         self.video_cache = video_cache
-        self.signature = settings.signature()
-        self._sig = hashlib.sha1(self.signature.encode()).hexdigest()[:12]
+        self.signature = settings.signature()  # the toolkit's per-video cache signature (unchanged)
+        # the content cache is shared across runs: its key also holds what the toolkit's signature leaves out and
+        # can change boxes (the execution provider: GPU OCR may differ, spec D-2; backend versions; paddle models)
+        self._sig = hashlib.sha1("|".join((
+            self.signature, str(getattr(engine, "provider", "?")), str(settings.paddle_model_dir),
+            _backend_versions())).encode()).hexdigest()[:12]
         self.stats = OcrStats()
         self._key_of: dict[int, str] = {}          # prefetched index → content key
         self._polys_of: dict[str, list] = {}       # content key → polygons (this video)

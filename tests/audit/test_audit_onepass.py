@@ -210,3 +210,15 @@ def test_summary_counts_manim_executions_per_sample():
                              {"audit_pass": "separate", "audit_cache_hit": True}) == 0
     assert _manim_executions(ok, {"audit_pass": "separate"}) == 2  # a row from before one-pass existed
     assert _manim_executions({"error_kind": "no_script"}, {"error_kind": "no_script"}) is None
+
+
+def test_static_rule_flags_repr_forms_and_module_internals():
+    """Review findings: manim's VMobject.__repr__ prints the injected variable names, so any repr of a mobject
+    (f"{g!r}", "%r" %, "{!r}".format) makes the render depend on the audit's injection; module internals such
+    as typing.sys reach os/sys from an allowed import."""
+    head = "import typing\nfrom manim import *\nclass A(Scene):\n    def construct(self):\n        g = VGroup()\n"
+    cases = {'Text(f"{g!r}")': "repr_conversion", 'Text("%r" % (g,))': "repr_format",
+             'Text("{!r}".format(g))': "repr_format", "typing.sys.modules": "attr:sys"}
+    for line, reason in cases.items():
+        assert reason in onepass.static_reasons(head + "        " + line + "\n"), line
+    assert onepass.static_reasons(head + '        self.play(Create(Square()))\n') == []

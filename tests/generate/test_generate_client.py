@@ -211,3 +211,17 @@ def test_client_backoff_is_bounded_exponential_and_thinking_switch(stub_factory)
     assert on["chat_template_kwargs"] == {"enable_thinking": True}
     assert off["thinking"] == {"type": "disabled"}
     assert set(none) == {"model", "messages", "max_tokens", "temperature"}  # no top_p / seed / stop (spec §3)
+
+
+def test_api_key_with_control_characters_is_refused_without_showing_it(monkeypatch):
+    """A key read from a CRLF .env file ends in \\r: http.client would raise ValueError with the key in its
+    message. The client refuses it up front, and the message never contains the key."""
+    from prism_fast.generate.client import ChatClient, ChatEndpoint
+
+    ep = ChatEndpoint(base_url="http://127.0.0.1:9/v1", model_id="m", api_key_env="PRISM_TEST_KEY")
+    monkeypatch.setenv("PRISM_TEST_KEY", "sk-SECRET123\r")  # the trailing CR of a CRLF file is stripped
+    assert ChatClient(ep)._key == "sk-SECRET123"
+    monkeypatch.setenv("PRISM_TEST_KEY", "sk-SEC\x01RET")
+    with pytest.raises(RuntimeError) as info:
+        ChatClient(ep)
+    assert "SEC" not in str(info.value) and "sk-" not in str(info.value)
