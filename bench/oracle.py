@@ -66,6 +66,21 @@ def td_raw_from_grays(grays: list[np.ndarray], container_frame_count: int, fps: 
     return float(total / duration)
 
 
+def read_frames_cv2(path) -> list[np.ndarray]:
+    """Every BGR frame of a video, decoded one by one with OpenCV (the toolkit's reader)."""
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    try:
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                break
+            frames.append(frame)
+    finally:
+        cap.release()
+    return frames
+
+
 def td_raw_video(path: str, tau: int = TAU) -> float:
     """td.md §2 verbatim on a file: cv2.VideoCapture, container N, per-frame loop, 0.0 on any failure."""
     cap = cv2.VideoCapture(path)

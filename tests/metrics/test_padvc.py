@@ -114,21 +114,11 @@ def synthetic_videos(tmp_path_factory):
     return [(_write_video(d / f"clip{s}.avi", _clip(s)), _clip(s)) for s in (1, 2)]
 
 
-def _decoded(path):
-    cap = cv2.VideoCapture(str(path))
-    out = []
-    while True:
-        ok, f = cap.read()
-        if not ok:
-            break
-        out.append(f)
-    return out
-
 
 @pytest.mark.parametrize("idx", [0, 1])
 def test_video_matches_oracle(synthetic_videos, idx):
     path, _ = synthetic_videos[idx]
-    frames = _decoded(path)
+    frames = oracle.read_frames_cv2(path)
     engine = BrightBoxEngine()
     settings = OcrSettings()
     details = compute_padvc_details(path, _Pvd(5), TextMasker(engine, settings), config=PadvcConfig(text_stride=15),
@@ -177,7 +167,7 @@ def test_identical_frames_ocr_once_and_index_cache(synthetic_videos, tmp_path):
 
 
 def _ocr_frames(path, d):
-    frames = _decoded(path)
+    frames = oracle.read_frames_cv2(path)
     idx = [s["frame_index"] for s in d["sampled_text_energy_series"]] + [e for _, e in d["events"]] + \
         [b["mid_frame_index"] for b in d["segment_boundary_details"]]
     return [frames[i] for i in idx]

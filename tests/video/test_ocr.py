@@ -8,7 +8,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 import torch
@@ -53,16 +52,6 @@ def ocr_run(decode_video, tmp_path_factory):
             "settings": settings, "polys_by_index": polys_by_digest}
 
 
-def _frames(path):
-    cap = cv2.VideoCapture(str(path))
-    out = []
-    while True:
-        ok, f = cap.read()
-        if not ok:
-            break
-        out.append(f)
-    return out
-
 
 def test_rendered_text_is_found(ocr_run):
     d = ocr_run["details"]
@@ -75,7 +64,7 @@ def test_rendered_text_is_found(ocr_run):
 
 def test_ocr_once_per_distinct_frame(ocr_run, decode_video):
     d, engine = ocr_run["details"], ocr_run["engine"]
-    frames = _frames(decode_video)
+    frames = oracle.read_frames_cv2(decode_video)
     requested = [s["frame_index"] for s in d["sampled_text_energy_series"]] + [e for _, e in d["events"]] + \
         [b["mid_frame_index"] for b in d["segment_boundary_details"]]
     digests = [hashlib.sha256(frames[i].tobytes()).hexdigest() for i in requested]
@@ -90,7 +79,7 @@ def test_ocr_once_per_distinct_frame(ocr_run, decode_video):
 
 def test_padvc_on_render_equals_oracle(ocr_run, decode_video):
     d = ocr_run["details"]
-    frames = _frames(decode_video)
+    frames = oracle.read_frames_cv2(decode_video)
     cache = ocr_run["polys_by_index"]
     ref = oracle.padvc_video_oracle(frames, lambda i, f: cache[i], 4)
     assert d["events"] == [list(e) for e in ref["events"]] and len(ref["events"]) >= 1

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import av
-import cv2
 import numpy as np
 import pytest
 import torch
 
+from bench import oracle
 from prism_fast.video.decode import VideoFrames, probe_video
 
 
 def _opencv_frames(path) -> np.ndarray:
-    cap = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, f = cap.read()
-        if not ok:
-            break
-        frames.append(f)
-    cap.release()
-    return np.stack(frames)
+    return np.stack(oracle.read_frames_cv2(path))
 
 
 def test_probe_reports_container_metadata(decode_video):
