@@ -1,7 +1,8 @@
 """Scaling benchmark (issue "Ray pipeline"): render workers 1 vs 2, and end-to-end samples/hour vs the
 authors' sequence of scripts. One run, same scripts (the bundled reference answers), same machine.
 
-    .venv/bin/python -m bench.scaling [--ids ID,ID,... | --limit N] [--skip-baseline] [--json out.json]
+    .venv/bin/python -m bench.scaling [--ids ID,ID,... | --limit N | --per-lang N] [--a-limit N] [--skip-a]
+                                      [--skip-baseline] [--json out.json]
 
 Part A — render stage throughput with 1 and 2 render workers: ``prism-fast eval`` restricted to the Exec stage
 (audit / TD / TextExpand off, render cache and TeX cache off, fresh run dir), ``cluster.num_cpus=N``,
@@ -125,6 +126,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ids", default=",".join(DEFAULT_IDS))
     ap.add_argument("--limit", type=int, default=None, help="the first N bundled samples instead of --ids")
+    ap.add_argument("--per-lang", type=int, default=None,
+                    help="the first N bundled samples of each language (parts A and B) instead of --ids")
     ap.add_argument("--skip-a", action="store_true")
     ap.add_argument("--a-limit", type=int, default=None,
                     help="part A on the first N bundled samples instead of the part B ids (more samples, less imbalance)")
@@ -132,7 +135,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     tasks = load_dataset(bundled_dataset_path()).tasks
-    if args.limit:
+    if args.per_lang:
+        tasks = [t for lang in ("en", "zh") for t in [t for t in tasks if t.language == lang][:args.per_lang]]
+    elif args.limit:
         tasks = tasks[:args.limit]
     else:
         wanted = args.ids.split(",")

@@ -442,7 +442,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     if reasons:
         row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
         row.update(onepass="off" if "one_pass:off" in reasons else "ineligible", onepass_reasons=reasons)
-        row["manim_executions"] = int(_executed(row))
+        row["manim_executions"] = row.get("manim_executions") or int(_executed(row))
         return row
     row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner, _onepass_req=audit_cfg)
     doc = row.pop("_onepass_doc", None)
@@ -453,7 +453,8 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
         # the observers' frames would be in the traceback: render again without them, so the row (error text
         # included) is exactly the plain render's; the audit runs separately
         plain = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
-        plain.update(onepass="fallback", onepass_reasons=["render_failed"], manim_executions=2)
+        plain.update(onepass="fallback", onepass_reasons=["render_failed"],
+                     manim_executions=1 + (plain.get("manim_executions") or 1))
         return plain
     if doc is None:
         row.update(onepass="separate", onepass_reasons=["no_side_file"], manim_executions=1)

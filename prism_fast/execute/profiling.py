@@ -45,6 +45,8 @@ class ProfileSettings:
     # Warm shared TeX SVG cache (texcache.py): renders then run through a prefork worker (manim import not
     # timed) and repeats after the second one hit the cache. Off = the authors' method: a cold `manim` process.
     tex_cache: bool = False
+    # Manim's per-play hashing, as in the authors' command (render.play_hashing is the pipeline's setting).
+    play_hashing: bool = True
 
 
 def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, settings: ProfileSettings,
@@ -52,7 +54,7 @@ def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, se
     """Profile ``(model, sample_id, script)`` items; returns per-sample and per-model statistics."""
     if settings.repeats < 1:
         raise ValueError("repeats must be >= 1")
-    cfg = replace(cfg, cache_dir=None,  # every repeat must render
+    cfg = replace(cfg, cache_dir=None, play_hashing=settings.play_hashing,  # every repeat must render
                   tex_cache_dir=cfg.tex_cache_dir if settings.tex_cache else None)
     if settings.tex_cache and not cfg.tex_cache_dir:
         raise ValueError("profile_render.tex_cache=true needs render.tex_cache.enabled=true")
@@ -94,6 +96,7 @@ def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, se
     return {"method": {"repeats": settings.repeats, "warmup": settings.warmup, "pin_cpu": settings.pin_cpu,
                        "render_cache": "off", "tex_cache": "warm" if settings.tex_cache else "off",
                        "backend": "prefork" if settings.tex_cache else "cli", "concurrency": 1,
+                       "play_hashing": settings.play_hashing,
                        "profile": profile.name},
             "samples": samples, "models": models}
 

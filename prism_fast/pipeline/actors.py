@@ -43,7 +43,8 @@ class RenderActor:
         if self.onepass is None:  # audit.one_pass=off (or no audit): the old two-execution behaviour
             from prism_fast.audit.onepass import _executed
 
-            row.update(onepass="off", onepass_reasons=["one_pass:off"], manim_executions=int(_executed(row)))
+            row.update(onepass="off", onepass_reasons=["one_pass:off"],
+                       manim_executions=row.get("manim_executions") or int(_executed(row)))
         shared = row.pop("_onepass_audit", None)
         if shared is not None:  # the audit stage picks this row up instead of executing the script again
             from prism_fast.audit.onepass import store_shared_audit

@@ -59,7 +59,7 @@ def fit_reference_from_config(cfg) -> dict:
     from prism_fast.metrics.padvc import fit_padvc_reference
     from prism_fast.metrics.pvd import PvdCalculator
     from prism_fast.metrics.td import fit_td_reference, reference_record
-    from prism_fast.pipeline.padvc_stage import PadvcWorker, padvc_settings, pvd_config
+    from prism_fast.pipeline.padvc_stage import PadvcWorker, frame_cache_dir, padvc_settings, pvd_config
     from prism_fast.pipeline.run import options_from_config, select_run_tasks
     from prism_fast.store import ResultsStore
 
@@ -83,7 +83,7 @@ def fit_reference_from_config(cfg) -> dict:
     worker = pvd_calc = None
     if do_padvc:
         worker = PadvcWorker(s, profile, s.get("ocr_cache_dir") or str(run_dir / "ocr_cache"),
-                             s.get("frame_cache_dir") or str(run_dir.parent / ".cache" / "ocr_frames"),
+                             frame_cache_dir(s, opts),
                              "opencv", opts.metrics_device)
         pvd_calc = PvdCalculator(pvd_config(s, opts.metrics_device), profile=profile)
 

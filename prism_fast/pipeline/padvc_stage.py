@@ -26,6 +26,15 @@ def padvc_settings(opts) -> dict:
     return dict((opts.config_snapshot.get("metrics") or {}).get("padvc") or {})
 
 
+def frame_cache_dir(s: dict, opts) -> str:
+    """``metrics.padvc.frame_cache_dir``, else ``<runs_root>/.cache/ocr_frames`` (beside the render and audit
+    caches, so every run and every multirun job under one runs_root shares it)."""
+    if s.get("frame_cache_dir"):
+        return str(s["frame_cache_dir"])
+    runs_root = opts.config_snapshot.get("runs_root") or Path(opts.run_dir).parent
+    return str((Path(runs_root) / ".cache" / "ocr_frames").resolve())
+
+
 def padvc_config(s: dict) -> PadvcConfig:
     return PadvcConfig(p=float(s.get("p", 0.7)), event_threshold_abs=float(s.get("event_threshold", 50_000.0)),
                        text_dilate=int(s.get("text_dilate", 7)), text_stride=int(s.get("text_stride", 15)))
@@ -171,14 +180,14 @@ def run_padvc_stage(opts, store, tasks, inputs, progress) -> None:
         work.append(Job(job.lang, job.id, (job.lang, base, pvd.fields())))
     run_dir = Path(opts.run_dir)
     ocr_cache_dir = s.get("ocr_cache_dir") or str(run_dir / "ocr_cache")
-    frame_cache_dir = s.get("frame_cache_dir") or str(run_dir.parent / ".cache" / "ocr_frames")
+    frames_dir = frame_cache_dir(s, opts)
     gpus = ray.cluster_resources().get("GPU", 0)
     n = int(s.get("workers") or ray.cluster_resources().get("CPU", 1))
     use_gpu = opts.metrics_device.startswith("cuda") and gpus > 0
     actor_opts = {"num_gpus": min(1.0, gpus / max(n, 1))} if use_gpu else {}
 
     def make():
-        return PadvcActor.options(**actor_opts).remote(s, profile, params, ocr_cache_dir, frame_cache_dir,
+        return PadvcActor.options(**actor_opts).remote(s, profile, params, ocr_cache_dir, frames_dir,
                                                        opts.decoder, opts.metrics_device)
 
     run_actor_stage("padvc", store, opts.model_name, profile.name, work, make, "padvc", n, progress,

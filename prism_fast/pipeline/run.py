@@ -175,6 +175,7 @@ def render_config_from_mapping(r: dict, runs_root: Path):
         isolate_network=bool(r.get("network_isolation", True)),
         cache_dir=cache_dir,
         tex_cache_dir=tex_cache_dir,
+        play_hashing=bool(r.get("play_hashing", False)),
     )
     if r.get("manim_bin"):
         kwargs["manim_bin"] = r["manim_bin"]
@@ -499,7 +500,8 @@ def profile_render_from_config(cfg) -> dict:
     pr = cfg.profile_render
     settings = ProfileSettings(repeats=int(pr.repeats), warmup=int(pr.warmup),
                                pin_cpu=None if pr.pin_cpu is None else int(pr.pin_cpu),
-                               tex_cache=bool(pr.get("tex_cache", False)))
+                               tex_cache=bool(pr.get("tex_cache", False)),
+                               play_hashing=bool(pr.get("play_hashing", True)))
     opts.run_dir.mkdir(parents=True, exist_ok=True)
     tasks = select_run_tasks(opts, opts.run_dir)
     inputs = [i for i in load_inputs(opts.model_kind, tasks, opts.profile, opts.predictions) if i.script is not None]
