@@ -526,6 +526,20 @@ def store_shared_audit(sample_id: str, script: str, shared: dict, work_dir, audi
     return row
 
 
+def store_separate_audit(sample_id: str, script: str, row: dict, work_dir, audit_cfg: dict | None = None) -> None:
+    """Render-actor side, for a sample the render could not audit: the audit-only row (``audit_one``, already
+    run by the caller) left for the audit stage exactly like a shared one, marked ``audit_pass: separate``."""
+    from pathlib import Path
+
+    pending = Path(work_dir) / "onepass"
+    pending.mkdir(parents=True, exist_ok=True)
+    tmp = pending / f".{sample_id}.json.tmp"
+    doc = {"script_sha256": _sha256(script), "settings_sha256": _settings_sha256(audit_cfg),
+           "row": {**row, "audit_pass": "separate"}}
+    tmp.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(pending / f"{sample_id}.json")
+
+
 def load_shared_audit(sample_id: str, script: str | None, work_dir, audit_cfg: dict | None = None) -> dict | None:
     """Audit-stage side: the row a one-pass render left for this script, or None (then it is audited)."""
     from pathlib import Path

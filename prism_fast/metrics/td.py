@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from prism_fast.profile import REFERENCE, Profile
-from prism_fast.video.cpu_signals import make_signal_stream
+from prism_fast.video.cpu_signals import Cv2FrameSignalStream, make_signal_stream
 from prism_fast.video.decode import DEFAULT_CHUNK, VideoFrames, VideoProbe, probe_video
 from prism_kernels import StreamTotals, change_ratios
 
@@ -177,8 +177,12 @@ def compute_td_raw(video_path: str | Path, *, pixel_threshold: int = TD_PIXEL_TH
                      fps=probe.fps, container_frame_count=probe.container_frame_count)
     frames = VideoFrames(video_path, decoder=decoder, chunk_size=chunk_size, device=device)
     stream = make_signal_stream(signal_backend, frames.device, pixel_threshold)
-    for chunk in frames:
-        stream.update(chunk)
+    if isinstance(stream, Cv2FrameSignalStream):  # CPU: frame by frame, no batches (same frames and integers)
+        for frame in frames.iter_frames():
+            stream.update_bgr_frame(frame)
+    else:
+        for chunk in frames:
+            stream.update(chunk)
     raw = td_raw_from_stream(stream.finish(), probe, profile=profile, decoder=frames.decoder,
                              decoder_fallback=frames.decoder_fallback)
     if frames.decode_error:

@@ -24,9 +24,16 @@ class RenderActor:
     """
 
     def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True, onepass: dict | None = None,
-                 audit_dir: str | None = None):
+                 audit_dir: str | None = None, audit_cache_dir: str | None = None):
         self.render_cfg, self.profile, self.out_dir = render_cfg, profile, out_dir
         self.onepass, self.audit_dir = onepass, audit_dir  # one-pass audit (audit/onepass.py); None = off
+        # With one-pass on, a sample the render could not audit is audited right here, after its render: the
+        # audit stage then finds its row (no stage barrier around the few separate audits, no idle cores).
+        self.auditor = None
+        if onepass is not None and audit_dir is not None and not onepass.get("pictures"):
+            from prism_fast.audit.config import AuditConfig
+
+            self.auditor = _Auditor(AuditConfig.from_dict(onepass), profile, audit_dir, audit_cache_dir)
         self.worker = None
         if prefork:
             from prism_fast.execute.render import prefork_worker
@@ -50,6 +57,17 @@ class RenderActor:
             from prism_fast.audit.onepass import store_shared_audit
 
             store_shared_audit(sample_id, script, shared, self.audit_dir, self.onepass)
+        elif self.auditor is not None:  # not shared: the separate audit, now, in this actor (same core call)
+            from prism_fast.audit.onepass import store_separate_audit
+
+            try:
+                store_separate_audit(sample_id, script, self.auditor.audit(sample_id, script), self.audit_dir,
+                                     self.onepass)
+            except Exception:  # noqa: BLE001 - never costs the exec row: the audit stage audits it instead
+                import logging
+
+                logging.getLogger(__name__).warning("early audit of %s failed; left to the audit stage",
+                                                    sample_id, exc_info=True)
         if isinstance(row.get("onepass_reasons"), list):
             import json
 
@@ -64,9 +82,8 @@ class RenderActor:
             self.worker = None
 
 
-@ray.remote(num_cpus=1, **RESTARTS)
-class AuditActor:
-    """One per CPU: audits a script in its own process (spatial audit, fast path) and returns the row."""
+class _Auditor:
+    """The audit core behind the audit cache (audit/cache.py); used by AuditActor and by RenderActor."""
 
     def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None):
         self.audit_cfg, self.profile, self.work_dir = audit_cfg, profile, work_dir
@@ -99,6 +116,17 @@ class AuditActor:
                 self.cache.put(key, row, report_path)
         row["report_path"] = str(report_path)
         return row
+
+
+@ray.remote(num_cpus=1, **RESTARTS)
+class AuditActor:
+    """One per CPU: audits a script in its own process (spatial audit, fast path) and returns the row."""
+
+    def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None):
+        self.core = _Auditor(audit_cfg, profile, work_dir, cache_dir)
+
+    def audit(self, sample_id: str, script: str) -> dict:
+        return self.core.audit(sample_id, script)
 
 
 @ray.remote(num_cpus=1, **RESTARTS)

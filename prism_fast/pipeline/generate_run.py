@@ -207,6 +207,38 @@ def _generation_row(opts: GenerateOptions, task: Task, round_no: int, prompt: st
     }
 
 
+def _last_only_by_round_limit(outcome: dict, round_no: int, rounds: int) -> bool:
+    """A stored self-debugging outcome that ended the loop only because that run allowed fewer rounds."""
+    return bool(outcome["last_round"]) and round_no < rounds and outcome["status"] != "ok" and \
+        outcome["error_kind"] != "provider_error"
+
+
+def _check_stored_requests(opts: GenerateOptions, tasks: list[Task], gen_rows: dict) -> None:
+    """Stored replies are reused on resume only if they answer the same request: same endpoint model,
+    base URL, request parameters and (round 1) prompt. Anything else is an error, not a silent mix."""
+    ep = opts.endpoint
+    want_params = json.loads(json.dumps({"temperature": ep.temperature, "max_tokens": ep.max_tokens,
+                                         "thinking": ep.thinking, "thinking_style": ep.thinking_style,
+                                         "extra_body": ep.extra_body}))
+    prompts = {(t.language, t.id): _sha256(t.instruction.strip()) for t in tasks}
+    problems = []
+    for (lang, sid, rnd), row in sorted(gen_rows.items()):
+        stored = row.get("request_params")
+        stored = json.loads(stored) if isinstance(stored, str) else stored
+        if row.get("request_model") != ep.model_id:
+            problems.append(f"{sid} round {rnd}: model_id {row.get('request_model')!r}, now {ep.model_id!r}")
+        elif row.get("base_url") != ep.base_url:
+            problems.append(f"{sid} round {rnd}: base_url {row.get('base_url')!r}, now {ep.base_url!r}")
+        elif stored != want_params:
+            problems.append(f"{sid} round {rnd}: request parameters {stored}, now {want_params}")
+        elif rnd == 1 and (lang, sid) in prompts and row.get("prompt_sha256") != prompts[(lang, sid)]:
+            problems.append(f"{sid}: the dataset's prompt changed since its reply was stored")
+    if problems:
+        raise SystemExit(f"generate: {len(problems)} stored repl(ies) in {opts.run_dir} were made with other "
+                         f"settings than this run's, e.g. {problems[0]}; resume with the same settings, or use "
+                         "another run_name (each model setting deserves its own run)")
+
+
 # -- one task: rounds of generate (→ render → audit → feedback) ----------------------------------------------------
 class _TaskRunner:
     def __init__(self, opts: GenerateOptions, client: ChatClient, gen_sink: _LockedSink, sd_sink: _LockedSink,
@@ -238,6 +270,8 @@ class _TaskRunner:
             if opts.rounds == 1:
                 break
             outcome = self.sd_rows.get((task.language, task.id, round_no))
+            if outcome is not None and _last_only_by_round_limit(outcome, round_no, opts.rounds):
+                outcome = None  # stored as last only because an earlier run had fewer rounds: evaluate again
             if outcome is None:
                 outcome = self._evaluate_round(task, round_no, row)
                 self.sd_sink.add(outcome)
@@ -448,6 +482,7 @@ def run_generate(opts: GenerateOptions) -> dict:
     _write_manifest(opts, out_dir, len(tasks), timeout_s)
 
     gen_rows = {(r["lang"], r["sample_id"], r["round"]): r for r in _model_rows(store, "generate", opts.model_name)}
+    _check_stored_requests(opts, tasks, gen_rows)
     sd_rows = {(r["lang"], r["sample_id"], r["round"]): r for r in _model_rows(store, "selfdebug", opts.model_name)}
     if opts.rounds > 1 and (opts.render is None or opts.audit_cfg is None):
         raise SystemExit("generate.rounds > 1 needs the render and audit settings")
@@ -467,7 +502,7 @@ def run_generate(opts: GenerateOptions) -> dict:
             if s is None:
                 return False
             if s["last_round"]:
-                return True
+                return not _last_only_by_round_limit(s, k, opts.rounds)
         return True
 
     pending = [t for t in tasks if not finished(t)]

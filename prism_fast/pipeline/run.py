@@ -319,11 +319,11 @@ def run_exec_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptIn
 
 
 def _onepass_args(opts: EvalOptions) -> tuple:
-    """(audit settings, audit work dir) for the render actors when the audit may share the render's execution
-    (``audit.one_pass=auto``, audit/onepass.py), else (None, None)."""
+    """(audit settings, audit work dir, audit cache dir) for the render actors when the audit may share the
+    render's execution (``audit.one_pass=auto``, audit/onepass.py), else (None, None, None)."""
     if not opts.audit or opts.audit_cfg is None or getattr(opts.audit_cfg, "one_pass", "off") != "auto":
-        return None, None
-    return opts.audit_cfg.to_dict(), str(model_output_dir(opts) / "audit")
+        return None, None, None
+    return opts.audit_cfg.to_dict(), str(model_output_dir(opts) / "audit"), opts.audit_cache_dir
 
 
 def run_text_expand_stage(opts: EvalOptions, store: ResultsStore, tasks: list[Task], inputs: list[ScriptInput],
@@ -376,8 +376,10 @@ def run_audit_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptI
     if opts.audit_cache_dir:
         from prism_fast.audit.onepass import cache_shared_audit
 
-        shared = {j.id: cache_shared_audit(shared[j.id], j.id, j.args[0], opts.audit_cfg, opts.profile,
-                                           opts.audit_cache_dir, work_dir) for j in jobs if j.id in shared}
+        shared = {j.id: (cache_shared_audit(shared[j.id], j.id, j.args[0], opts.audit_cfg, opts.profile,
+                                            opts.audit_cache_dir, work_dir)
+                         if shared[j.id].get("audit_pass") == "shared" else shared[j.id])  # separate: cached
+                  for j in jobs if j.id in shared}
     immediate += [normalize_status({**shared[j.id], "lang": j.lang}, "audit_status") for j in jobs if j.id in shared]
     jobs = [j for j in jobs if j.id not in shared]
     n = int(ray.cluster_resources().get("CPU", 1))

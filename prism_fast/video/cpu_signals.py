@@ -41,6 +41,10 @@ class Cv2FrameSignalStream:
             grays[t] = self.update_gray_frame(cv2.cvtColor(arr[t], cv2.COLOR_BGR2GRAY))
         return torch.from_numpy(grays)
 
+    def update_bgr_frame(self, bgr: np.ndarray) -> np.ndarray:
+        """One ``(H, W, 3) uint8`` BGR NumPy frame; returns its gray frame."""
+        return self.update_gray_frame(cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY))
+
     def update_gray_frame(self, gray: np.ndarray) -> np.ndarray:
         hw = (int(gray.shape[0]), int(gray.shape[1]))
         if self._shape is None:

@@ -194,6 +194,23 @@ def test_resume_after_kill_requests_only_missing_ids(tmp_path, stub_factory, key
     assert len(lines) == 4
 
 
+def test_resume_with_other_request_settings_is_refused(tmp_path, stub_factory, key_env):
+    stub = stub_factory({"ok": lambda attempt, rnd: ok(CODE)})
+    write_dataset(tmp_path / "ds.jsonl", {"T-1": "ok"})
+    overrides = generate_overrides(tmp_path, stub)
+    generate_from_config(compose_cfg(overrides))
+    assert stub.count() == 1
+    with pytest.raises(SystemExit, match="request parameters"):
+        generate_from_config(compose_cfg([*overrides, "generate.temperature=0.2"]))
+    with pytest.raises(SystemExit, match="model_id"):
+        generate_from_config(compose_cfg([*overrides, "model.endpoint.model_id=other-model"]))
+    (tmp_path / "ds.jsonl").write_text(json.dumps({"id": "T-1", "language": "en", "reference_answer": "x",
+                                                    "instruction": "Draw something else. [case:ok]"}) + "\n")
+    with pytest.raises(SystemExit, match="prompt changed"):
+        generate_from_config(compose_cfg(overrides))
+    assert stub.count() == 1  # nothing was requested by the refused runs
+
+
 def test_client_backoff_is_bounded_exponential_and_thinking_switch(stub_factory):
     waits = []
     stub = stub_factory({"down": BEHAVIOURS["down"]}, key=None)

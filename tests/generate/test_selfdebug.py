@@ -110,3 +110,28 @@ def test_broken_then_fixed_script_gives_exec_at_1_zero_and_exec_at_2_one(tmp_pat
     generate_from_config(cfg)
     assert len(stub.requests) == 2
     assert len(ResultsStore(run_dir).read("selfdebug", dedupe=False)) == 2
+
+
+@pytest.mark.slow  # four real renders and audits of tiny scenes
+def test_raising_rounds_on_resume_continues_the_last_failed_round(tmp_path, stub_factory, monkeypatch):
+    from tests.generate.conftest import STUB_KEY, STUB_KEY_ENV
+
+    monkeypatch.setenv(STUB_KEY_ENV, STUB_KEY)
+    stub = stub_factory({"fix": lambda attempt, rnd: ok(FIXED if rnd >= 3 else BROKEN)})
+    write_dataset(tmp_path / "ds.jsonl", {"T-fix": "fix"})
+    base = generate_overrides(tmp_path, stub, "render.timeout_s=60", "render.cache.enabled=false",
+                              "audit.timeout_sec=120", "generate.selfdebug.workers=1")
+    cfg2 = compose_cfg([*base, "generate.rounds=2"])
+    generate_from_config(cfg2)
+    run_dir = Path(cfg2.run_dir)
+    rows = {r["round"]: r for r in ResultsStore(run_dir).read("selfdebug").to_pylist()}
+    assert sorted(rows) == [1, 2] and rows[2]["last_round"] is True and rows[2]["feedback"] is None
+
+    generate_from_config(compose_cfg([*base, "generate.rounds=3"]))  # same run dir, one more round allowed
+    assert [r["round"] for r in stub.requests] == [1, 2, 3]  # rounds 1-2 reused, only round 3 asked
+    rows = {r["round"]: r for r in ResultsStore(run_dir).read("selfdebug").to_pylist()}
+    assert sorted(rows) == [1, 2, 3]
+    assert rows[2]["last_round"] is False and "Sqare" in rows[2]["feedback"]  # round 2 evaluated again
+    assert (rows[3]["exec_success"], rows[3]["spatial_pass"], rows[3]["last_round"]) == (True, True, True)
+    msgs = stub.requests[2]["body"]["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user"]

@@ -73,6 +73,34 @@ def test_every_bundled_reference_answer_passes_the_spatial_audit(reference_run):
     assert all(g["spatial_pct"] == 100.0 for g in summary["groups"])
 
 
+@pytest.mark.timeout(3000)
+def test_samples_the_render_could_not_audit_are_audited_by_the_render_actor(reference_run, tmp_path):
+    """One-pass ineligible samples get their separate audit right after their render, in the render actor
+    (no audit-stage barrier); the row equals an audit-only run of the same script."""
+    from prism_fast.audit import audit_one
+    from prism_fast.pipeline.run import model_output_dir
+
+    opts, _ = reference_run
+    store = ResultsStore(opts.run_dir)
+    ex = {r["id"]: r for r in store.read("exec").to_pylist()}
+    au = {r["id"]: r for r in store.read("audit").to_pylist()}
+    separate = sorted((r["wall_s"], sid) for sid, r in ex.items() if r["onepass"] != "shared")
+    assert separate, "the bundled set has scenes with updaters, which the render cannot audit"
+    pending = model_output_dir(opts) / "audit" / "onepass"
+    for _, sid in separate:
+        assert au[sid]["audit_pass"] == "separate"
+        doc = json.loads((pending / f"{sid}.json").read_text(encoding="utf-8"))
+        assert doc["row"]["audit_pass"] == "separate"  # left by the render actor, not run by the audit stage
+    sid = separate[0][1]  # the cheapest one: audit it alone and compare
+    tasks = {t.id: t for t in load_dataset(bundled_dataset_path()).tasks}
+    alone = audit_one(sid, tasks[sid].reference_answer, tmp_path, opts.audit_cfg, opts.profile)
+    for key in ("audit_success", "segment_count", "visual_structure_rate", "visual_structure_pass",
+                "visual_issue_total", "error_msg", "status"):
+        assert au[sid][key] == alone[key], key
+    for key in ("visual_issue_breakdown", "visual_audit_report"):
+        assert json.loads(au[sid][key]) == json.loads(json.dumps(alone[key])), key
+
+
 def test_td_and_text_expand_rows_for_every_task(reference_run):
     opts, _ = reference_run
     store = ResultsStore(opts.run_dir)

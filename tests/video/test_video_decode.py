@@ -39,11 +39,23 @@ def test_decoders_bit_identical_to_opencv(decode_video, decoder, chunk):
                            "decoded_frame_count": expected.shape[0], "decode_error": None}
 
 
-def test_auto_decodes_with_decord(decode_video):
+def test_auto_decodes_with_opencv_on_cpu_and_decord_for_a_gpu(decode_video):
     vf = VideoFrames(decode_video, decoder="auto")
     n = sum(c.shape[0] for c in vf)
-    assert vf.fields() == {"decoder": "decord", "decoder_fallback": None, "decoded_frame_count": n,
+    assert vf.fields() == {"decoder": "opencv", "decoder_fallback": None, "decoded_frame_count": n,
                            "decode_error": None}
+    assert VideoFrames(decode_video, decoder="auto", device="cuda").decoder == "decord"  # nothing decoded yet
+
+
+@pytest.mark.parametrize("decoder", ["opencv", "decord", "pyav"])
+def test_iter_frames_equals_the_chunks(decode_video, decoder):
+    expected = _opencv_frames(decode_video)
+    vf = VideoFrames(decode_video, decoder=decoder)
+    got = list(vf.iter_frames())
+    assert all(f.dtype == np.uint8 and f.shape == (480, 854, 3) and f.flags.c_contiguous for f in got)
+    assert np.array_equal(np.stack(got), expected)
+    assert vf.fields() == {"decoder": decoder, "decoder_fallback": None,
+                           "decoded_frame_count": expected.shape[0], "decode_error": None}
 
 
 def test_explicit_decord_records_error_without_fallback(tmp_path):
@@ -58,7 +70,7 @@ def test_explicit_decord_records_error_without_fallback(tmp_path):
 def test_auto_falls_back_to_pyav_loudly(tmp_path):
     bad = tmp_path / "not_a_video.mp4"
     bad.write_bytes(b"\x00" * 1000)
-    vf = VideoFrames(bad, decoder="auto")
+    vf = VideoFrames(bad, decoder="auto", device="cuda")  # auto means decord for a GPU; nothing is decoded
     with pytest.warns(RuntimeWarning, match="falling back to PyAV"):
         chunks = list(vf)
     assert chunks == []
