@@ -372,7 +372,9 @@ def run_audit_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptI
     shared = {}
     if getattr(opts.audit_cfg, "one_pass", "off") == "auto":  # one_pass=off: a resumed run audits for real
         shared = {j.id: r for j in jobs
-                  if (r := load_shared_audit(j.id, j.args[0], work_dir, opts.audit_cfg.to_dict())) is not None}
+                  if (r := load_shared_audit(j.id, j.args[0], work_dir, opts.audit_cfg.to_dict())) is not None
+                  # retry_failed: a failed separate audit left by a render actor is audited again here
+                  and not (opts.retry_failed and r.get("audit_pass") == "separate" and r.get("status") != "ok")}
     if opts.audit_cache_dir:
         from prism_fast.audit.onepass import cache_shared_audit
 

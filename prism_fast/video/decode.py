@@ -8,8 +8,8 @@ Decoders (the ``decoder`` name is recorded per row):
   A GPU (NVDEC) context is used only when asked for *and* decord was built with CUDA; its frames are not
   parity-validated, so it is recorded as ``decord-nvdec`` and refused for reference numbers by callers.
 - ``pyav``: PyAV ``to_ndarray(format="bgr24")``.
-- ``auto``: on a CPU device ``opencv`` (measured fastest per frame: 0.30 s for a 195-frame -ql video vs
-  decord 0.72 s and PyAV 0.54 s, docs/bench_kernels.md); on a GPU device decord, falling back to PyAV when
+- ``auto``: on a CPU device ``opencv`` (fastest per frame: TD of a ~190-frame -ql video in 0.22 s vs decord
+  0.32 s and PyAV 0.26 s, docs/bench_kernels.md); on a GPU device decord, falling back to PyAV when
   decord cannot open the file — with a ``warnings.warn`` and ``decoder_fallback`` recording why. An explicit
   ``decord`` never falls back: it records ``decode_error``.
 

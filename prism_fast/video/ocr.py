@@ -153,6 +153,38 @@ def frame_digest(frame_bgr: np.ndarray) -> str:
     return h.hexdigest()
 
 
+# --- memory -------------------------------------------------------------------------------------------
+# ONNX Runtime's inference threads each get a glibc malloc arena, and the ~290 MB of detection activations per
+# call are freed into them without being returned to the OS, so a long video's peak RSS creeps up call after
+# call. Two arenas and a trim after each call keep the metric stage of a 60 s clip under 1 GB
+# (docs/bench_padvc.md). Memory policy only: no effect on any result. No-ops where libc is not glibc.
+M_ARENA_MAX = -8
+
+
+def _glibc():
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+    except OSError:
+        return None
+
+
+_LIBC = _glibc()
+
+
+def limit_malloc_arenas(n: int = 2) -> bool:
+    """Cap glibc's malloc arenas for this process (threads created later share them)."""
+    return bool(_LIBC is not None and _LIBC.mallopt(M_ARENA_MAX, int(n)))
+
+
+def release_free_memory() -> None:
+    """Return freed heap memory to the OS (``malloc_trim(0)``)."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
 # --- engines --------------------------------------------------------------------------------------------
 
 class OcrEngine:
@@ -189,6 +221,7 @@ class RapidOcrEngine(OcrEngine):
             self.provider_fallback = "CUDAExecutionProvider not available in onnxruntime; OCR runs on CPU"
             log.warning("OCR: %s", self.provider_fallback)
             want_cuda = False
+        limit_malloc_arenas(2)  # before the sessions and their threads exist (see "memory" above)
         kwargs = dict(det_limit_side_len=int(settings.det_limit_side_len), print_verbose=False)
         if want_cuda:
             kwargs.update(det_use_cuda=True, rec_use_cuda=True, cls_use_cuda=True)
@@ -207,8 +240,11 @@ class RapidOcrEngine(OcrEngine):
 
     def raw(self, frame_bgr: np.ndarray):
         s = self.settings
-        return self._ocr(frame_bgr, use_cls=s.use_cls, use_rec=s.use_rec, box_thresh=s.box_thresh,
-                         unclip_ratio=s.unclip_ratio, text_score=s.text_score)
+        try:
+            return self._ocr(frame_bgr, use_cls=s.use_cls, use_rec=s.use_rec, box_thresh=s.box_thresh,
+                             unclip_ratio=s.unclip_ratio, text_score=s.text_score)
+        finally:
+            release_free_memory()
 
     def polygons(self, frame_bgr: np.ndarray) -> list[list[list[int]]]:
         return extract_polygons(self.raw(frame_bgr))

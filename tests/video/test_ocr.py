@@ -180,3 +180,21 @@ def test_video_cache_key_quirk(tmp_path):
     assert VideoOcrCacheFile(tmp_path / "c", v, str(v), sig).get(0) is not None        # stale, reused
     from prism_fast.video.ocr import file_sha256
     assert VideoOcrCacheFile(tmp_path / "c", v, file_sha256(v), sig).get(0) is None
+
+
+def test_ocr_memory_policy_is_active_and_leaves_boxes_unchanged(ocr_run, decode_video):
+    """glibc here: the arena cap and the per-call trim run (they keep a 60 s clip's metric stage < 1 GB,
+    docs/bench_padvc.md); a fresh engine still finds exactly the boxes of the run's engine."""
+    import platform
+
+    from prism_fast.video import ocr as ocr_mod
+
+    if platform.libc_ver()[0] == "glibc":
+        assert ocr_mod.limit_malloc_arenas(2) is True
+    ocr_mod.release_free_memory()
+    frames = oracle.read_frames_cv2(decode_video)
+    engine = RapidOcrEngine(OcrSettings(provider="cpu"))
+    with_text = [i for i, polys in sorted(ocr_run["polys_by_index"].items()) if polys]
+    assert with_text
+    idx = with_text[-1]
+    assert engine.polygons(frames[idx]) == ocr_run["polys_by_index"][idx]
