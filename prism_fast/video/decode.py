@@ -218,21 +218,30 @@ class VideoFrames:
                 self.decoder_fallback = f"decord gpu unavailable: {exc}"
         return decord.VideoReader(self.path, ctx=decord.cpu(0))
 
-    def _decord_chunks(self) -> Iterator[torch.Tensor]:
+    def _decord_reader(self):
+        """decord's reader, or None after recording why it failed (``auto``: switched to PyAV, loudly and on
+        the record; the caller then decodes with PyAV)."""
         try:
-            import decord
-            reader = self._open_decord()
-        except Exception as exc:  # noqa: BLE001 - recorded; `auto` falls back to PyAV, loudly and on the record
+            return self._open_decord()
+        except Exception as exc:  # noqa: BLE001 - recorded; `auto` falls back to PyAV
             reason = f"decord failed: {type(exc).__name__}: {exc}"
             if self.requested != "auto":
                 self.decode_error = reason
-                warnings.warn(f"{self.path}: {reason}", RuntimeWarning, stacklevel=3)
-                return
-            warnings.warn(f"{self.path}: {reason}; falling back to PyAV", RuntimeWarning, stacklevel=3)
+                warnings.warn(f"{self.path}: {reason}", RuntimeWarning, stacklevel=4)
+                return None
+            warnings.warn(f"{self.path}: {reason}; falling back to PyAV", RuntimeWarning, stacklevel=4)
             self.decoder = "pyav"
             self.decoder_fallback = reason
-            yield from self._pyav_chunks()
+            return None
+
+    def _decord_chunks(self) -> Iterator[torch.Tensor]:
+        reader = self._decord_reader()
+        if reader is None:
+            if self.decoder == "pyav":
+                yield from self._pyav_chunks()
             return
+        import decord  # importable: the reader exists
+
         n = len(reader)
         for start in range(0, n, self.chunk_size):
             idx = list(range(start, min(start + self.chunk_size, n)))
@@ -249,18 +258,10 @@ class VideoFrames:
         """decord on the CPU, one frame at a time (``next()``), RGB → BGR by OpenCV's exact channel swap."""
         import cv2
 
-        try:
-            reader = self._open_decord()
-        except Exception as exc:  # noqa: BLE001 - as _decord_chunks: auto falls back to PyAV, loudly
-            reason = f"decord failed: {type(exc).__name__}: {exc}"
-            if self.requested != "auto":
-                self.decode_error = reason
-                warnings.warn(f"{self.path}: {reason}", RuntimeWarning, stacklevel=4)
-                return
-            warnings.warn(f"{self.path}: {reason}; falling back to PyAV", RuntimeWarning, stacklevel=4)
-            self.decoder = "pyav"
-            self.decoder_fallback = reason
-            yield from self._pyav_frames()
+        reader = self._decord_reader()
+        if reader is None:
+            if self.decoder == "pyav":
+                yield from self._pyav_frames()
             return
         for i in range(len(reader)):
             try:

@@ -22,9 +22,12 @@ class Tiny{n}(Scene):
         self.play(FadeIn(Circle(radius=0.{n}5)), run_time=0.3)
         self.wait(2)
 """
-# Fields that legitimately differ between two runs of the same inputs.
+# Fields that legitimately differ between two runs of the same inputs. The cache flags are provenance: a run
+# killed after an audit reached the audit cache but before its row was flushed is served from that cache on
+# resume (same row otherwise; the render actors audit during the Exec stage, so a kill there can do this).
 VOLATILE = {"written_at_ns", "runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "video_path", "stderr_tail",
-            "stdout_bytes", "cache_hit", "cache_key", "script_path", "backend", "file_path", "report_path"}
+            "stdout_bytes", "cache_hit", "cache_key", "script_path", "backend", "file_path", "report_path",
+            "audit_cache_hit"}
 
 
 def _predictions(tmp_path: Path) -> Path:
