@@ -479,10 +479,10 @@ def run_generate(opts: GenerateOptions) -> dict:
         client = ChatClient(opts.endpoint, opts.retry, timeout_s)
     except (RuntimeError, ValueError) as exc:  # key variable unset, bad base_url / thinking_style: before any request
         raise SystemExit(str(exc)) from None
+    gen_rows = {(r["lang"], r["sample_id"], r["round"]): r for r in _model_rows(store, "generate", opts.model_name)}
+    _check_stored_requests(opts, tasks, gen_rows)  # before the manifest: a refused run changes nothing
     _write_manifest(opts, out_dir, len(tasks), timeout_s)
 
-    gen_rows = {(r["lang"], r["sample_id"], r["round"]): r for r in _model_rows(store, "generate", opts.model_name)}
-    _check_stored_requests(opts, tasks, gen_rows)
     sd_rows = {(r["lang"], r["sample_id"], r["round"]): r for r in _model_rows(store, "selfdebug", opts.model_name)}
     if opts.rounds > 1 and (opts.render is None or opts.audit_cfg is None):
         raise SystemExit("generate.rounds > 1 needs the render and audit settings")

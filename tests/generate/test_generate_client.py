@@ -200,6 +200,7 @@ def test_resume_with_other_request_settings_is_refused(tmp_path, stub_factory, k
     overrides = generate_overrides(tmp_path, stub)
     generate_from_config(compose_cfg(overrides))
     assert stub.count() == 1
+    manifest = (Path(compose_cfg(overrides).run_dir) / "generate" / "run.json").read_text()
     with pytest.raises(SystemExit, match="request parameters"):
         generate_from_config(compose_cfg([*overrides, "generate.temperature=0.2"]))
     with pytest.raises(SystemExit, match="model_id"):
@@ -209,6 +210,7 @@ def test_resume_with_other_request_settings_is_refused(tmp_path, stub_factory, k
     with pytest.raises(SystemExit, match="prompt changed"):
         generate_from_config(compose_cfg(overrides))
     assert stub.count() == 1  # nothing was requested by the refused runs
+    assert (Path(compose_cfg(overrides).run_dir) / "generate" / "run.json").read_text() == manifest  # nor written
 
 
 def test_client_backoff_is_bounded_exponential_and_thinking_switch(stub_factory):
