@@ -112,13 +112,8 @@ class VideoFrames:
     def __iter__(self) -> Iterator[torch.Tensor]:
         self.decoded_frames = 0
         self.decode_error = None
-        if self.decoder == "decord":
-            source = self._decord_chunks()
-        elif self.decoder == "pyav":
-            source = self._pyav_chunks()
-        else:
-            source = self._opencv_chunks()
-        for chunk in source:
+        source = {"decord": self._decord_chunks, "pyav": self._pyav_chunks}.get(self.decoder, self._opencv_chunks)
+        for chunk in source():
             self.decoded_frames += int(chunk.shape[0])
             yield _to_device(chunk, self.device)
 
@@ -130,13 +125,8 @@ class VideoFrames:
             raise ValueError("iter_frames decodes on the CPU; iterate the object for device chunks")
         self.decoded_frames = 0
         self.decode_error = None
-        if self.decoder == "decord":
-            source = self._decord_frames()
-        elif self.decoder == "pyav":
-            source = self._pyav_frames()
-        else:
-            source = self._opencv_frames()
-        for frame in source:
+        source = {"decord": self._decord_frames, "pyav": self._pyav_frames}.get(self.decoder, self._opencv_frames)
+        for frame in source():
             self.decoded_frames += 1
             yield frame
 
