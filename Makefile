@@ -4,7 +4,6 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY      := $(VENV)/bin/python
-PIP     := $(PY) -m pip
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
@@ -13,13 +12,12 @@ PYTEST_ARGS ?=
 sysdeps:
 	bash scripts/install_system_deps.sh
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip setuptools wheel
+# The same Python install script as the Dockerfile (tests/test_packaging.py); the image adds the gpu extra.
+EXTRAS ?= dev,embeddings
 
-$(STAMP): setup.py | $(PY)
+$(STAMP): setup.py
 	$(MAKE) sysdeps
-	$(PIP) install -e ".[dev]"
+	PYTHON=$(PYTHON) bash scripts/install_python.sh $(VENV) $(EXTRAS) editable
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -45,6 +45,12 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS = {
+    # The GPU cluster node (docs/gpu.md): NVDEC decoding that keeps NV12 planes on the device (DLPack) for the
+    # exact YUV → BGR kernel, and ONNX Runtime's CUDA execution provider for RapidOCR, with CUDA 13 / cuDNN 9
+    # libraries from wheels (torch cu130 brings the same ones). onnxruntime-gpu provides the module
+    # `onnxruntime` that rapidocr-onnxruntime's CPU `onnxruntime` also provides: scripts/install_python.sh
+    # removes the CPU package after installing this extra.
+    "gpu": ["pynvvideocodec==2.2.4", "onnxruntime-gpu[cuda,cudnn]==1.31.1; python_version >= '3.11'"],
     "paddle": ["paddleocr>=2.7,<3", "paddlepaddle>=2.6"],
     # PADVC's embedding models (shibing624/text2vec-base-chinese, paraphrase-multilingual-MiniLM-L12-v2) load
     # through sentence-transformers; scikit-learn comes with it (cosine, improved PVD's stop words).

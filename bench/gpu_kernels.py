@@ -1,9 +1,12 @@
-"""Single-script GPU benchmark of prism_kernels (≤ 5 minutes; about 1 minute on one modern GPU).
+"""Single-script GPU benchmark of prism_kernels and the decode paths (≤ 5 minutes; ~1–2 minutes on one GPU).
 
 Prints, per batch size: frames/s for the whole kernel set (gray, pair signals, events, 7×7 dilation,
 E_geo per event, E_text every 15th frame) and achieved GB/s under a minimal-traffic model; plus the
-pinned-memory host→device upload rate of BGR frames. Before timing, it checks that the GPU results equal
-the CPU kernels and the per-frame oracle on the first frames, and stops on any mismatch.
+pinned-memory host→device upload rate of BGR frames. Then the decode paths on a 854×480 H.264 clip: the exact
+YUV→BGR kernel alone (GB/s), OpenCV on the CPU, PyAV planes converted on the device (``yuv``) and NVDEC
+(``nvdec``, where PyNvVideoCodec loads), each also through gray + pair signals; peak GPU memory per section.
+Before any timing it checks device == CPU == oracle (kernels: the per-frame oracle; YUV: OpenCV's frames of
+the same file; decoders: OpenCV's frames) and stops on any mismatch.
 
     .venv/bin/python -m bench.gpu_kernels [--device cuda] [--frames 900] [--batches 64,256,900]
 """
@@ -105,8 +108,97 @@ def main() -> None:
         print(f"batch {batch:5d}: {n / best:12.0f} frames/s  {model_bytes / best / 1e9:8.1f} GB/s (model)  "
               f"best {best * 1e3:8.2f} ms / {n} frames, {n_events} events")
     if device.type == "cuda":
-        print(f"peak memory: {torch.cuda.max_memory_allocated(device) / 2**30:.2f} GiB")
+        print(f"peak memory (kernels): {torch.cuda.max_memory_allocated(device) / 2**30:.2f} GiB")
+    decode_section(device, base_np, args.frames, args.repeats, t_start)
     print(f"total time: {time.perf_counter() - t_start:.1f} s")
+
+
+def _peak_reset(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak(device: torch.device) -> str:
+    return f", peak {torch.cuda.max_memory_allocated(device) / 2**30:.2f} GiB" if device.type == "cuda" else ""
+
+
+def decode_section(device: torch.device, base_bgr: np.ndarray, frames: int, repeats: int, t_start: float) -> None:
+    """Exact YUV kernel and decoders: correctness first (vs OpenCV), then throughput."""
+    import tempfile
+    from pathlib import Path
+
+    import av
+
+    from prism_fast.video.decode import VideoFrames, nvdec_status
+    from prism_fast.video.yuv import decode_planes, frame_planes, opencv_frames, write_lossless_yuv420
+    from prism_kernels import FrameSignalStream, yuv420_to_bgr
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # a lossy High-profile H.264 clip (NVDEC decodes it; x264's lossless profile it does not) from the
+        # synthetic Manim-like BGR clip, tiled to `frames`
+        reps = -(-frames // base_bgr.shape[0])
+        bgr = np.concatenate([base_bgr] * reps)[:frames]
+        ys, us, vs = [], [], []
+        for f in bgr:
+            yuv = av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="bgr24").reformat(format="yuv420p")
+            for planes, plane in zip((ys, us, vs), frame_planes(yuv)):
+                planes.append(plane.copy())
+        path = write_lossless_yuv420(Path(tmp) / "bench.mp4", ys, us, vs,
+                                     x264_options={"crf": "18", "preset": "veryfast", "profile": "high"})
+        reference = opencv_frames(path)
+        y, u, v = (torch.from_numpy(a) for a in decode_planes(path))
+        n = reference.shape[0]
+
+        # 1. correctness: YUV kernel on CPU and device == OpenCV; each decoder's frames == OpenCV
+        cpu = yuv420_to_bgr(y[:48], u[:48], v[:48])
+        dev = yuv420_to_bgr(y[:48].to(device), u[:48].to(device), v[:48].to(device)).cpu()
+        if not (np.array_equal(cpu.numpy(), reference[:48]) and torch.equal(cpu, dev)):
+            raise SystemExit("MISMATCH: yuv420_to_bgr device/CPU/OpenCV differ")
+        decoders = ["opencv", "yuv"] + (["nvdec"] if device.type == "cuda" and nvdec_status()[0] else [])
+        print(f"decoders: {', '.join(decoders)} ({nvdec_status()[1]})")
+        for name in decoders:
+            got = torch.cat(list(VideoFrames(path, decoder=name, device=device, chunk_size=64))).cpu().numpy()
+            if not np.array_equal(got, reference):
+                raise SystemExit(f"MISMATCH: decoder {name} frames differ from OpenCV's")
+        print(f"check: yuv kernel {device} == cpu == OpenCV; decoders {decoders} == OpenCV on {n} frames")
+
+        # 2. the kernel alone, planes resident on the device: read 1.5 B/px, write 3 B/px
+        yd, ud, vd = y.to(device), u.to(device), v.to(device)
+        _peak_reset(device)
+        for batch in (64, 256, n):
+            yuv420_to_bgr(yd[:batch], ud[:batch], vd[:batch])
+            _sync(device)
+            best = float("inf")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                for s in range(0, n, batch):
+                    yuv420_to_bgr(yd[s:s + batch], ud[s:s + batch], vd[s:s + batch])
+                _sync(device)
+                best = min(best, time.perf_counter() - t0)
+            gb = n * 480 * 854 * 4.5 / 1e9
+            print(f"yuv420_to_bgr batch {batch:5d}: {n / best:10.0f} frames/s  {gb / best:8.1f} GB/s (model)"
+                  f"{_peak(device)}")
+
+        # 3. decode (+ gray + pair signals, TD's work) end to end, per decoder
+        for name in decoders:
+            if time.perf_counter() - t_start > BUDGET_S * 0.9:
+                print("time budget nearly used; stopping")
+                break
+            _peak_reset(device)
+            t0 = time.perf_counter()
+            count = sum(int(c.shape[0]) for c in VideoFrames(path, decoder=name, device=device, chunk_size=64))
+            _sync(device)
+            t_decode = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            stream = FrameSignalStream(25)
+            for chunk in VideoFrames(path, decoder=name, device=device, chunk_size=64):
+                stream.update(chunk)
+            stream.finish()
+            _sync(device)
+            t_td = time.perf_counter() - t0
+            print(f"decode {name:7s}: {count / t_decode:8.0f} frames/s ({count * 480 * 854 * 3 / t_decode / 1e9:5.2f} "
+                  f"GB/s of BGR); + gray/pair signals {count / t_td:8.0f} frames/s{_peak(device)}")
 
 
 if __name__ == "__main__":

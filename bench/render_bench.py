@@ -298,6 +298,49 @@ def bundled_main(args) -> int:
     return 1 if problems else 0
 
 
+def sandbox_main(args) -> int:
+    """``--sandbox-overhead``: the view (``render.sandbox=auto``: namespaces, pivot_root, uid drop, cgroups,
+    scratch tmpfs) vs ``unsafe`` (the pre-view protections), same prefork worker, same bundled answers, ABAB
+    order per sample. CPU = our process's delta + the forked child's ``cpu_s``; mp4s must be identical."""
+    from prism_fast.dataset.bundled import bundled_dataset_path
+    from prism_fast.dataset.loader import load_dataset
+
+    tasks = load_dataset(bundled_dataset_path()).tasks
+    if args.ids:
+        wanted = args.ids.split(",")
+        tasks = [t for t in tasks if t.id in wanted]
+    tasks = tasks[: args.limit] if args.limit else tasks
+    work = Path(tempfile.mkdtemp(prefix="render_bench_sandbox_"))
+    cfgs = {lvl: RenderConfig(manim_bin=args.manim_bin, timeout_s=args.timeout, tmp_root=str(work / "tmp"),
+                              sandbox=lvl) for lvl in ("unsafe", "auto")}
+    worker = prefork_worker(cfgs["auto"])
+    rows: list[dict] = []
+    problems: list[str] = []
+    try:
+        for i, task in enumerate(tasks):
+            order = ("unsafe", "auto") if i % 2 == 0 else ("auto", "unsafe")
+            res = {}
+            for lvl in order:
+                res[lvl] = run_ours(task.id, task.reference_answer, work / lvl, cfgs[lvl], runner=worker.run)
+            if res["unsafe"]["sha256"] != res["auto"]["sha256"] or res["unsafe"]["status"] != res["auto"]["status"]:
+                problems.append(f"{task.id}: outcome differs between levels")
+            rows.append({"id": task.id, **{f"{lvl}_{k}": res[lvl][k] for lvl in res for k in ("cpu_s", "wall_s")}})
+            print(f"{task.id:<22} cpu unsafe {res['unsafe']['cpu_s']:6.2f}  auto {res['auto']['cpu_s']:6.2f}   "
+                  f"wall unsafe {res['unsafe']['wall_s']:6.2f}  auto {res['auto']['wall_s']:6.2f}", flush=True)
+    finally:
+        worker.close()
+        shutil.rmtree(work, ignore_errors=True)
+    tot = {k: sum(r[k] for r in rows) for k in ("unsafe_cpu_s", "auto_cpu_s", "unsafe_wall_s", "auto_wall_s")}
+    print(f"\n{len(rows)} renders per level: CPU unsafe {tot['unsafe_cpu_s']:.1f} s, view {tot['auto_cpu_s']:.1f} s "
+          f"-> overhead {100 * (tot['auto_cpu_s'] / tot['unsafe_cpu_s'] - 1):+.1f} %; wall {tot['unsafe_wall_s']:.1f} "
+          f"-> {tot['auto_wall_s']:.1f} s ({100 * (tot['auto_wall_s'] / tot['unsafe_wall_s'] - 1):+.1f} %)")
+    for p in problems:
+        print(f"PROBLEM {p}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "totals": tot, "problems": problems}, indent=1))
+    return 1 if problems else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=2)
@@ -308,7 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="--bundled: the first N samples (default all 48)")
     ap.add_argument("--ids", default=None, help="--bundled: comma-separated sample ids")
     ap.add_argument("--timeout", type=int, default=600, help="--bundled: per-render timeout in seconds")
+    ap.add_argument("--sandbox-overhead", action="store_true",
+                    help="the sandbox view (render.sandbox=auto) vs the unsafe level on the bundled answers")
     args = ap.parse_args(argv)
+    if args.sandbox_overhead:
+        return sandbox_main(args)
     if args.bundled:
         return bundled_main(args)
 

@@ -13,7 +13,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-COMMANDS = ("eval", "generate", "fit-reference", "profile-render", "report", "calibrate", "inspect")
+COMMANDS = ("eval", "generate", "fit-reference", "profile-render", "report", "calibrate", "inspect", "doctor")
 
 # command -> "module:function"; each function takes the composed config. Modules are imported lazily so that
 # `prism-fast --help` stays fast and a command only pays for its own imports.
@@ -25,6 +25,7 @@ HANDLERS = {
     "report": "prism_fast.report.cli:report_from_config",
     "calibrate": "prism_fast.report.calibrate:calibrate_from_config",
     "inspect": "prism_fast.pipeline.inspect:inspect_from_config",
+    "doctor": "prism_fast.doctor:doctor_from_config",
 }
 
 
@@ -48,6 +49,11 @@ def _app(cfg: DictConfig) -> None:
     command = cfg.command
     if command not in HANDLERS:
         raise SystemExit(f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
+    # No process this command starts (Ray's, the sandbox's) inherits an API key, token or password; the
+    # generation client reads its key through secret_env.get_secret (docs/security.md).
+    from prism_fast.secret_env import withhold_secrets
+
+    withhold_secrets([(cfg.get("model") or {}).get("endpoint", {}).get("api_key_env")])
     module_name, func_name = HANDLERS[command].split(":")
     module = importlib.import_module(module_name)
     rc = getattr(module, func_name)(cfg)
@@ -56,8 +62,11 @@ def _app(cfg: DictConfig) -> None:
 
 
 def main() -> None:
+    from prism_fast.pipeline.lifecycle import driver_process
+
     sys.argv = [sys.argv[0], *_rewrite_argv(sys.argv[1:])]
-    _app()
+    with driver_process():  # nothing the command started outlives it, however it ends (signals included)
+        _app()
 
 
 if __name__ == "__main__":

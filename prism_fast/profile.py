@@ -17,7 +17,7 @@ from typing import Iterable
 QUIRK_IDS: tuple[str, ...] = (
     "Q-FUNNEL-1", "Q-FUNNEL-2",
     "Q-EXEC-1", "Q-EXEC-2",
-    *(f"Q-SPATIAL-{i}" for i in range(1, 20)),
+    *(f"Q-SPATIAL-{i}" for i in range(1, 21)),
     *(f"Q-PADVC-{i}" for i in range(1, 17)),
     "Q-TD-1", "Q-TD-2", "Q-TD-3", "Q-TD-4",
     *(f"Q-TEXT-{i}" for i in range(1, 9)),

@@ -34,7 +34,8 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("has_script", _B),
         ("script_sha256", _S),
         ("script_path", _S),
-        ("clean_status", _S),  # success | empty_after_cleanup | provider_error | reference
+        # success | empty_after_cleanup | provider_error | reference | missing | path_outside_predictions
+        ("clean_status", _S),
         ("format_pollution", _S),  # JSON evidence of what cleaning removed
     ],
     # Exec (render): the toolkit's render row, then ours.
@@ -64,6 +65,8 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("fs_readonly", _B),
         ("pids_limit", _S),
         ("caps_dropped", _B),
+        ("sandbox", _S),  # namespaces | bwrap | unsafe | refused (execute/sandbox.py)
+        ("sandbox_protections", _S),  # comma-separated protections that applied
         ("cache_hit", _B),
         ("cache_key", _S),
         ("tex_cache", _S),
@@ -119,6 +122,7 @@ STAGE_FIELDS["text_expand"] = [
     ("display_text_unique_preview", _S),  # JSON list
     ("extract_mode", _S),
     ("extract_fallback_reason", _S),
+    ("parse_error", _S),  # the toolkit's field on a parse_fail row ("<Type>: <message>")
     ("quirks_fixed", _S),
 ]
 
@@ -144,6 +148,9 @@ STAGE_FIELDS["audit"] = [
     ("audit_cache_hit", _B),
     ("audit_pass", _S),  # shared (report from the -ql render's execution) | separate (its own execution)
     ("pictures", _S),  # JSON, only with audit.pictures: status, dir of segment_<k>.png + findings.json
+    ("sandbox", _S),  # the execution's sandbox level (execute/sandbox.py); null for a shared one-pass report
+    ("sandbox_protections", _S),
+    ("audit_tampered", _S),  # JSON list of tamper evidence (audit/tamper.py); non-empty = the row failed
 ]
 
 STAGE_FIELDS["td"] = [

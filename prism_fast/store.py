@@ -3,6 +3,8 @@
 Layout under a run directory (see README "Run directory")::
 
     rows/<stage>/model=<model>/lang=<lang>/part-<ns>-<pid>-<rand>.parquet
+    rows/<stage>/model=<model>/lang=<lang>/.part-<ns>-<pid>-<rand>.parquet.tag   (its integrity tag)
+    integrity.key                                                                  (the run's HMAC key)
 
 Every append writes one new file per (model, lang) group: first to a dot-prefixed temporary name in the same
 directory, fsync'd, then renamed into place (``os.replace`` is atomic on POSIX). A crash mid-write therefore
@@ -12,32 +14,50 @@ files) and :meth:`ResultsStore.sweep_temporaries` removes. A part file is comple
 Rows are validated against the stage's schema (:mod:`prism_fast.schema`): unknown keys raise, missing keys are
 null. When a (model, lang, id) is written more than once (a retried failure), the newest row wins on read.
 The dataset is plain hive-partitioned Parquet: ``pandas.read_parquet(path)`` and duckdb's
-``read_parquet('rows/exec/**/*.parquet', hive_partitioning=true)`` read it directly.
+``read_parquet('rows/exec/**/*.parquet', hive_partitioning=true)`` read it directly (the tag files are hidden
+from both).
+
+Integrity (issue #13): a hostile script once wrote part files here: a passing audit row for itself and a
+failure row for another sample dated ``written_at_ns = 2**62``, which won on read because the newest row
+wins. Only the driver writes this store, and each part file it writes gets a hidden sidecar
+``.<part>.tag`` = HMAC-SHA256(key, stage-relative path + sha256 of the file's bytes) (:mod:`prism_fast.integrity`;
+the path is in the message because the partition values ``model``/``lang`` come from it). The sidecar is
+written before the part file is renamed into place, so a complete part always has its tag. The key is
+per run, ``<run_dir>/integrity.key`` (0600): a run directory stays self-contained (it can be moved or copied
+and still verifies; reports and fits read run directories on their own) and the sandbox never shows a run
+directory to a script. :meth:`ResultsStore.read` parses each file from the very bytes it verified, and
+ignores — with a warning naming them, listed in :attr:`ResultsStore.ignored` and
+:meth:`ResultsStore.ignored_report` for the pipeline to print —
+
+* any file under the stage that has no valid tag (a forged or edited file, a file moved to another
+  partition, every file when the run has no key: stores written before tags existed are not trusted);
+* any row whose ``written_at_ns`` is more than :data:`MAX_FUTURE_NS` (5 minutes) ahead of the reader's clock:
+  such a row would otherwise win the dedupe against every later retry.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from prism_fast import integrity
 from prism_fast.schema import KEY_FIELDS, PARTITION_FIELDS, stage_schema
 
+log = logging.getLogger(__name__)
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+MAX_FUTURE_NS = 5 * 60 * 1_000_000_000  # rows dated further ahead than this are ignored
+TAG_KIND = "store_part"
 
 
 def _encode_cell(value, typ: pa.DataType):
@@ -47,12 +67,51 @@ def _encode_cell(value, typ: pa.DataType):
     return value
 
 
+def tag_path(part: Path) -> Path:
+    """The hidden integrity sidecar of a part file."""
+    return part.with_name(f".{part.name}.tag")
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """Something :meth:`ResultsStore.read` left out: a whole file (``ids`` empty) or rows of a file."""
+
+    stage: str
+    path: str  # relative to ``<run_dir>/rows``
+    reason: str
+    ids: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        what = self.path
+        if self.ids:
+            shown = ", ".join(self.ids[:10]) + (", …" if len(self.ids) > 10 else "")
+            what = f"{len(self.ids)} row(s) of {self.path} ({shown})"
+        return f"[{self.stage}] ignored {what}: {self.reason}"
+
+
 class ResultsStore:
     """Append-only, crash-safe per-stage row store rooted at ``<run_dir>/rows``."""
 
-    def __init__(self, run_dir: str | Path):
+    def __init__(self, run_dir: str | os.PathLike):
         self.run_dir = Path(run_dir)
         self.root = self.run_dir / "rows"
+        self._key: bytes | None = None
+        self._ignored: dict[Ignored, None] = {}  # insertion-ordered set
+
+    # -- the key -----------------------------------------------------------------------------------------
+    def _write_key(self) -> bytes:
+        if self._key is None:
+            self._key = integrity.load_or_create_key(self.run_dir)
+        return self._key
+
+    def _read_key(self) -> bytes | None:
+        """The run's key, or None when the run has none (then no file verifies); never creates one."""
+        if self._key is None and (self.run_dir / integrity.KEY_NAME).exists():
+            self._key = integrity.load_or_create_key(self.run_dir)
+        return self._key
+
+    def _message(self, rel: str, data: bytes) -> bytes:
+        return integrity.message(TAG_KIND, path=rel, sha256=integrity.sha256_hex(data))
 
     # -- writing -----------------------------------------------------------------------------------------
     def append(self, stage: str, rows: Iterable[dict]) -> list[Path]:
@@ -83,26 +142,32 @@ class ResultsStore:
         return written
 
     def _write_atomically(self, stage: str, model: str, lang: str, table: pa.Table, now: int) -> Path:
+        key = self._write_key()
         part_dir = self.root / stage / f"model={quote(model, safe='')}" / f"lang={quote(lang, safe='')}"
         part_dir.mkdir(parents=True, exist_ok=True)
         name = f"part-{now:020d}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
-        tmp = part_dir / f".{name}.tmp"
         final = part_dir / name
-        with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
-        _fsync_dir(part_dir)
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        data = buf.getvalue()
+        rel = final.relative_to(self.root).as_posix()
+        # the tag first: a part file never appears without the tag that vouches for it
+        integrity.atomic_write_text(tag_path(final), integrity.tag(key, self._message(rel, data)))
+        integrity.atomic_write_bytes(final, data, fsync_parent=True)
         return final
 
     def sweep_temporaries(self) -> list[Path]:
-        """Delete leftovers of writers that died mid-write (hidden ``.part-*.tmp`` files)."""
+        """Delete leftovers of writers that died mid-write: hidden ``.part-*.tmp`` files, and tags whose part
+        file never landed."""
         removed = []
         if self.root.exists():
             for tmp in self.root.rglob(".part-*.tmp"):
                 tmp.unlink(missing_ok=True)
                 removed.append(tmp)
+            for tag in self.root.rglob(".part-*.parquet.tag"):
+                if not tag.with_name(tag.name[1:-len(".tag")]).exists():
+                    tag.unlink(missing_ok=True)
+                    removed.append(tag)
         return removed
 
     # -- reading -----------------------------------------------------------------------------------------
@@ -110,15 +175,86 @@ class ResultsStore:
         base = self.root / stage
         return sorted(p for p in base.rglob("part-*.parquet")) if base.exists() else []
 
+    @property
+    def ignored(self) -> list[Ignored]:
+        """Everything reads of this store left out so far (files without a valid tag, rows dated in the future)."""
+        return list(self._ignored)
+
+    def ignored_report(self, stage: str | None = None) -> list[str]:
+        """One line per ignored file or group of rows (for the pipeline to print)."""
+        return [i.describe() for i in self._ignored if stage is None or i.stage == stage]
+
+    def _ignore(self, item: Ignored) -> None:
+        if item not in self._ignored:
+            self._ignored[item] = None
+            log.warning("results store: %s", item.describe())
+
+    def _data_files(self, base: Path) -> list[Path]:
+        """Every file pyarrow would read as part of the stage's dataset (no ``.``/``_``-prefixed component)."""
+        out = []
+        for path in base.rglob("*"):
+            rel = path.relative_to(base).parts
+            if any(p.startswith((".", "_")) for p in rel) or path.is_dir():
+                continue
+            out.append(path)
+        return sorted(out)
+
+    def _load_verified(self, stage: str, path: Path, key: bytes | None, schema: pa.Schema) -> pa.Table | None:
+        rel = path.relative_to(self.root).as_posix()
+        parts = path.relative_to(self.root / stage).parts
+        if len(parts) != 3 or not parts[0].startswith("model=") or not parts[1].startswith("lang="):
+            self._ignore(Ignored(stage, rel, "not a model=/lang= part file"))
+            return None
+        try:
+            data = path.read_bytes()
+            tag = tag_path(path).read_text(encoding="ascii").strip() if tag_path(path).is_file() else None
+        except (OSError, ValueError) as exc:
+            self._ignore(Ignored(stage, rel, f"unreadable ({exc})"))
+            return None
+        if key is None:
+            self._ignore(Ignored(stage, rel, f"the run has no {integrity.KEY_NAME}, so no file can be verified"))
+            return None
+        if not integrity.verify(key, self._message(rel, data), tag):
+            self._ignore(Ignored(stage, rel, "no integrity tag" if tag is None else "invalid integrity tag"))
+            return None
+        table = pq.read_table(pa.BufferReader(data))  # the verified bytes, not the file again
+        n = table.num_rows
+        columns = []
+        for fld in schema:
+            if fld.name in table.column_names:
+                col = table.column(fld.name)
+                columns.append(col if col.type == fld.type else col.cast(fld.type))
+            else:
+                columns.append(pa.nulls(n, fld.type))
+        model, lang = unquote(parts[0][len("model="):]), unquote(parts[1][len("lang="):])
+        columns += [pa.array([model] * n, pa.string()), pa.array([lang] * n, pa.string())]
+        table = pa.Table.from_arrays(columns, schema=schema.append(pa.field("model", pa.string()))
+                                     .append(pa.field("lang", pa.string())))
+        horizon = time.time_ns() + MAX_FUTURE_NS
+        written = table.column("written_at_ns").to_pylist()
+        future = [i for i, w in enumerate(written) if w is not None and w > horizon]
+        if future:
+            ids = table.column("id").to_pylist()
+            self._ignore(Ignored(stage, rel, "written_at_ns more than 5 minutes in the future",
+                                 tuple(str(ids[i]) for i in future)))
+            drop = set(future)
+            table = table.take(pa.array([i for i in range(n) if i not in drop], type=pa.int64()))
+        return table
+
     def read(self, stage: str, *, dedupe: bool = True) -> pa.Table:
-        """All rows of a stage (newest row per (model, lang, id) when ``dedupe``), sorted by key."""
+        """All rows of a stage (newest row per (model, lang, id) when ``dedupe``), sorted by key. Files without a
+        valid integrity tag and rows dated in the future are left out and reported (:attr:`ignored`)."""
         schema = stage_schema(stage)
         full_schema = schema.append(pa.field("model", pa.string())).append(pa.field("lang", pa.string()))
         base = self.root / stage
-        if not self.part_files(stage):
+        files = self._data_files(base) if base.exists() else []
+        if not files:
             return full_schema.empty_table()
-        dataset = pads.dataset(base, format="parquet", schema=full_schema, partitioning="hive")
-        table = dataset.to_table()
+        key = self._read_key()
+        tables = [t for t in (self._load_verified(stage, p, key, schema) for p in files) if t is not None]
+        if not tables:
+            return full_schema.empty_table()
+        table = pa.concat_tables(tables)
         if table.num_rows == 0:
             return table
         order = [("model", "ascending"), ("lang", "ascending"), ("id", "ascending"), ("written_at_ns", "ascending")]

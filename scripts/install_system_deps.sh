@@ -12,6 +12,7 @@ PACKAGES=(
   libgl1 libglib2.0-0
   chromium  # headless browser of the HTML report test (tests/report/test_report_html.py)
   python3-venv python3-dev build-essential
+  bubblewrap util-linux  # the sandbox without root (bwrap); setpriv for the non-root sandbox test
 )
 
 missing=()

@@ -122,22 +122,46 @@ def extract_atoms(
     image_ring_order: bool = False,
     group_own_points: bool = False,
     sampled_curves: bool = False,
+    once_per_object: bool = False,
 ) -> list[Atom]:
     """Depth-first walk of ``scene.mobjects`` giving atoms with ids (``base`` or ``base#k``).
 
     The flags are improved-profile switches (all False in reference): ``skip_value_trackers``
     Q-SPATIAL-10, ``skip_invisible`` Q-SPATIAL-11, ``image_ring_order`` Q-SPATIAL-12,
-    ``group_own_points`` Q-SPATIAL-15, ``sampled_curves`` Q-SPATIAL-13.
+    ``group_own_points`` Q-SPATIAL-15, ``sampled_curves`` Q-SPATIAL-13, ``once_per_object`` Q-SPATIAL-20.
+
+    Objects reachable more than once (one mobject in two groups, in the scene and in a group, a re-used
+    group): in reference (Q-SPATIAL-20) every visit takes its place in the id counters and appends the
+    object's atom again, and every copy carries the id of the *last* visit, because the toolkit stores the
+    id on the object (``m._full_id``) and reads it back after the walk. The copies are one shared ``Atom``
+    object, so identity tests in the cascade (a sibling "other than itself") exclude all of them, as the
+    toolkit's ``is not`` does, and the pair loop meets the self-pairs (i, j) with ``atoms[i] is atoms[j]``.
+    With ``once_per_object`` a mobject reached again is skipped with its subtree: one atom, the first
+    visit's id, and no counter slot taken by the later visits.
     """
     atoms: list[Atom] = []
     seen: dict = {}
     composite = ITEM_TYPES + CONTAINER_TYPES
+    # id(m) -> the atom(s) of m already built this walk; the mobjects stay alive, so ids are not reused
+    built: dict[int, tuple] = {}
+    visited: set[int] = set()
+
+    def visit_again(m, full_id, user_id) -> None:
+        """Q-SPATIAL-20 reference: append m's atoms again and give every copy this (latest) visit's id."""
+        for atom in built[id(m)]:
+            atom.id = full_id
+            atom.user_id = user_id
+            atoms.append(atom)
 
     def walk(mobs, parent_path, user_path):
         for m in mobs:
             type_name = m.__class__.__name__
             if "tick" in type_name.lower() or type_name in SKIPPED_CLASS_NAMES:
                 continue  # the whole subtree is skipped
+            if once_per_object:  # Q-SPATIAL-20 fixed: a mobject reached again is not visited again
+                if id(m) in visited:
+                    continue
+                visited.add(id(m))
             name = getattr(m, "name", type_name)
             base = f"{parent_path}/{name}" if parent_path else name
             k = seen.get(base, 0)
@@ -147,14 +171,26 @@ def extract_atoms(
             # components the user named (name differs from the class name), for Q-SPATIAL-17 fixed
             own = [str(name)] if str(name) != type_name else []
             user_here = user_path + own
-            if len(m.submobjects) > 0 and not isinstance(m, composite):
+            user_id = "/".join(user_here)
+            is_group = len(m.submobjects) > 0 and not isinstance(m, composite)
+            if id(m) in built:  # Q-SPATIAL-20 reference: reached again (its geometry has not changed)
+                visit_again(m, full_id, user_id)
+                if is_group:
+                    walk(m.submobjects, full_id, user_here)
+                continue
+            made: list[Atom] = []
+            if is_group:
                 if group_own_points and len(m.points) >= 2:  # Q-SPATIAL-15 fixed: keep the own points
                     group_atom = make_atom(m, full_id, xy=_xy(m.points), sampled=sampled_curves, own_only=True)
                     if len(group_atom.xy):
-                        group_atom.user_id = "/".join(user_here)
+                        group_atom.user_id = user_id
+                        made.append(group_atom)
                         atoms.append(group_atom)
+                built[id(m)] = tuple(made)
                 walk(m.submobjects, full_id, user_here)  # Q-SPATIAL-15 reference: the group's own points are dropped
-            elif len(m.get_all_points()) > 0:
+                continue
+            built[id(m)] = ()
+            if len(m.get_all_points()) > 0:
                 if skip_value_trackers and isinstance(m, ValueTracker):  # Q-SPATIAL-10 fixed
                     continue
                 if skip_invisible and _invisible(m):  # Q-SPATIAL-11 fixed
@@ -165,7 +201,8 @@ def extract_atoms(
                         continue
                 elif image_ring_order and isinstance(m, ImageMobject) and len(atom.xy) == 4:
                     atom.xy = atom.xy[[0, 1, 3, 2]]  # Q-SPATIAL-12 fixed: UL, UR, DR, DL (no bow-tie)
-                atom.user_id = "/".join(user_here)
+                atom.user_id = user_id
+                built[id(m)] = (atom,)
                 atoms.append(atom)
 
     walk(mobjects, "", [])

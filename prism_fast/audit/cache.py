@@ -11,37 +11,42 @@ the script's own failures (no segments, scene exception, non-zero exit status 1-
 lost workers depend on the host and are recomputed. A hit rewrites ``file_path`` to this run's script copy,
 writes the stored ``audit_report.json`` where the audit would have, and is flagged ``audit_cache_hit``.
 Layout: ``<root>/<key[:2]>/<key>.json``, written atomically.
+
+Integrity (issue #13, :mod:`prism_fast.integrity`): a hostile script once flipped an entry. Every entry carries
+``tag = HMAC(key, cache key + row + report)`` (key: ``<runs_root>/.cache/integrity.key`` by default, see
+:func:`prism_fast.integrity.default_key_dir`, or the caller's). An entry without a valid tag (written by anyone
+else, edited, or copied from another key) is a miss: logged, counted in ``integrity_failures``, recomputed and
+overwritten.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import uuid
 from dataclasses import asdict
 from pathlib import Path
+
+from prism_fast import integrity
 
 log = logging.getLogger(__name__)
 
 CACHE_SCHEMA = "prism_fast.audit.v1"
 NOT_IN_KEY = frozenset({"save_images", "pictures", "pictures_root", "geometry_device", "prefork", "one_pass"})
 CACHEABLE_ERROR_KINDS = frozenset({None, "no_segments", "scene_exception", "nonzero_exit"})
+TAG_KIND = "audit_cache"
 
 
 def audit_cache_key(*, script_text: str, sample_id: str, audit_cfg, profile, env_fingerprint: str) -> str:
     settings = {k: v for k, v in asdict(audit_cfg).items() if k not in NOT_IN_KEY}
-    payload = {
+    return integrity.sha256_json({
         "schema": CACHE_SCHEMA,
-        "script_sha256": hashlib.sha256(script_text.encode("utf-8")).hexdigest(),
+        "script_sha256": integrity.sha256_text(script_text),
         "sample_id": sample_id,
         "audit": settings,
         "profile": profile.describe(),
         "env": env_fingerprint,
-    }
-    canon = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+    }, default=str)
 
 
 def cacheable(row: dict) -> bool:
@@ -53,9 +58,24 @@ def cacheable(row: dict) -> bool:
     return True
 
 
+def _message(key: str, body: dict) -> bytes:
+    return integrity.message(TAG_KIND, key=key, entry=body)
+
+
 class AuditCache:
-    def __init__(self, root: str | os.PathLike):
+    """``integrity_key``: the HMAC key (bytes); default: the one in :func:`prism_fast.integrity.default_key_dir`
+    of ``root``, created on first use."""
+
+    def __init__(self, root: str | os.PathLike, integrity_key: bytes | None = None):
         self.root = Path(root)
+        self.key = integrity_key if integrity_key is not None else integrity.load_or_create_key(
+            integrity.default_key_dir(self.root))
+        self._failures = integrity.FailureLog(log, "audit cache")
+
+    @property
+    def integrity_failures(self) -> int:
+        """Entries rejected by this object because their tag did not verify."""
+        return self._failures.count
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -66,8 +86,14 @@ class AuditCache:
             return None
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
+            tag = entry.pop("tag", None)
+            if not integrity.verify(self.key, _message(key, entry), tag):
+                self._failures(key[:16], "missing tag" if tag is None else "invalid tag")
+                return None
             row, report = entry["row"], entry["report"]
-        except (OSError, ValueError, KeyError) as exc:
+            if not isinstance(row, dict) or not (report is None or isinstance(report, str)):
+                raise ValueError("malformed entry")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("audit cache: unreadable entry %s (%s); recomputing", key[:16], exc)
             return None
         script = work_dir / "scripts" / f"{sample_id}.py"
@@ -76,7 +102,7 @@ class AuditCache:
         if report is not None:
             dest = work_dir / "audits" / sample_id / "audit_report.json"
             dest.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(dest, report)
+            integrity.atomic_write_text(dest, report)
         row["file_path"] = str(script)
         row["audit_cache_hit"] = True
         return row
@@ -86,17 +112,14 @@ class AuditCache:
             return False
         try:
             report = report_path.read_text(encoding="utf-8") if report_path.exists() else None
-            entry = {"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False}, "report": report}
+            entry = integrity.roundtrip({"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False},
+                                         "report": report}, default=str)
+            entry["tag"] = integrity.tag(self.key, _message(key, entry))
             path = self._path(key)
             path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, json.dumps(entry, ensure_ascii=False, sort_keys=True, default=str))
+            integrity.atomic_write_text(path, json.dumps(entry, ensure_ascii=False, sort_keys=True))
         except OSError as exc:
             log.warning("audit cache: could not store %s (%s)", key[:16], exc)
             return False
         return True
 
-
-def _atomic_write(dest: Path, text: str) -> None:
-    part = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
-    part.write_text(text, encoding="utf-8")
-    os.replace(part, dest)

@@ -136,6 +136,12 @@ class _Snapshot:
         self.by_parent: dict[str, list[int]] = {}
         for k, view in enumerate(self.v):
             self.by_parent.setdefault(view.parent, []).append(k)
+        # Q-SPATIAL-20 reference: an object reachable twice is one Atom at several indices (same id, same
+        # parent); the toolkit's "a sibling other than itself" (`is not`) excludes every copy of it
+        copies: dict[int, int] = {}
+        for a in atoms:
+            copies[id(a)] = copies.get(id(a), 0) + 1
+        self.copies = [copies[id(a)] for a in atoms]
         counts: dict[tuple, int] = {}
         for view in self.v:
             key = (view.parent, view.a.cls_key, view.family)
@@ -179,14 +185,14 @@ class _Snapshot:
     # ---- predicates needing the sibling groups
     def has_outline_sibling(self, k: int) -> bool:
         v = self.v[k]
-        return bool(v.parent) and self.outline_n.get(v.parent, 0) - int(v.outline) > 0
+        return bool(v.parent) and self.outline_n.get(v.parent, 0) - self.copies[k] * int(v.outline) > 0
 
     def diagram_boundary(self, k: int) -> bool:
         v = self.v[k]
         if not v.outline or not v.parent:
             return False
-        same_class_outline_others = self.outline_cls_n.get((v.parent, v.a.cls_key), 0) - 1
-        filled_others = self.filled_n.get(v.parent, 0) - int(v.visible_fill)
+        same_class_outline_others = self.outline_cls_n.get((v.parent, v.a.cls_key), 0) - self.copies[k]
+        filled_others = self.filled_n.get(v.parent, 0) - self.copies[k] * int(v.visible_fill)
         return same_class_outline_others >= 1 and filled_others > 0
 
     def leak(self, a: int, c: int) -> float:

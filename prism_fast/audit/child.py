@@ -67,9 +67,13 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
 
     from prism_fast.audit.hooks import install_fast_path, make_audit_scene
     from prism_fast.audit.inject import inject_names
+    from prism_fast.audit.tamper import Guard, scrub_argv
 
     original_scene = manim.Scene
     audit_scene = make_audit_scene(original_scene, cfg, profile)
+    guard = Guard(audit_scene)
+    tampered: set = set()
+    meta["tampered"] = []
     manim.Scene = audit_scene
     config.dry_run = False
     config.format = "png"
@@ -112,6 +116,7 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         if output_dir:
             os.makedirs(output_dir, exist_ok=True)
             os.chdir(output_dir)
+        scrub_argv()  # the report and meta paths are not the script's business
         exec(compile(tree, filename=str(file_path), mode="exec"), ctx)
         names = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
         if profile.fixes("Q-SPATIAL-2"):  # improved: only the scene the render would produce
@@ -142,11 +147,13 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
             except Exception as exc:
                 sys.stderr.write(f"Audit Scene Error [{name}]: {exc}\n")
                 errors.append({"scene": name, "where": "render", "error": f"{type(exc).__name__}: {exc}"})
+                tampered.update(guard.verify(inst))
                 salvage(inst, f"Audit Salvage Error [{name}]")
                 continue
             finally:
                 if profile.fixes("Q-SPATIAL-6"):  # improved: no config leak between scenes
                     config.save_last_frame, config.write_to_movie = saved
+            tampered.update(guard.verify(inst))
             if getattr(inst, "final_report", None):
                 reports.update(inst.final_report)
     except Exception as exc:
@@ -159,9 +166,30 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         if output_dir:
             os.chdir(original_cwd)
 
+    tampered.update(guard.verify())
+    meta["tampered"] = sorted(tampered)
     if json_out:
         Path(json_out).write_text(json.dumps(reports, indent=2, ensure_ascii=False), encoding="utf-8")
     return reports
+
+
+def fork_entry(quirks: str):
+    """The audit child as an entry of the execution service's fork server (``execute/worker.py``): loads
+    manim, the audit modules and the profile's process set-up (shims) once; the returned ``main`` runs in
+    each forked, sandboxed child with ``sys.argv = [python, -m, prism_fast.audit.child, ARGS...]``."""
+    from prism_fast.audit import atoms, cascade, hooks, inject, segments  # noqa: F401  (pre-import)
+
+    _setup_process(_profile_from(quirks))
+    prefix = ["-m", "prism_fast.audit.child"]
+
+    def forked_main() -> None:
+        args = sys.argv[1:]
+        if args[:2] != prefix:
+            raise SystemExit(f"audit fork server: expected {' '.join(prefix)} ..., got {args[:2]}")
+        tempfile.tempdir = None  # re-read TMPDIR (the sample's own)
+        main(args[2:])
+
+    return forked_main
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -185,8 +213,11 @@ def main(argv: list[str] | None = None) -> None:
         if meta_out is not None:
             from prism_fast.audit.hooks import _ENGINE_TOTALS
 
+            from prism_fast.audit.tamper import COMPLETION_KEY
+
             meta["engine"] = _ENGINE_TOTALS.as_dict()
             meta["audit_sec"] = round(time.perf_counter() - t0, 3)
+            meta[COMPLETION_KEY] = True
             meta_out.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
 
 

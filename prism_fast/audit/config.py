@@ -82,6 +82,8 @@ class AuditConfig:
     # "auto": the -ql render also yields the report where provably identical (audit/onepass.py); "off": the
     # audit always re-executes the script (two Manim executions per sample)
     one_pass: str = "auto"
+    # the execution's sandbox level: "auto" (namespaces as root, bubblewrap without) | "unsafe" (explicit opt-in)
+    sandbox: str = "auto"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -87,6 +87,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
     user_keywords = profile.fixes("Q-SPATIAL-17")
     camera_frame = profile.fixes("Q-SPATIAL-1")
     sampled_curves = profile.fixes("Q-SPATIAL-13")
+    once_per_object = profile.fixes("Q-SPATIAL-20")
 
     class AuditHooks:
         """The three hooks (+ helpers) as a mixin; ``AuditScene = AuditHooks + base_scene``."""
@@ -136,7 +137,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
         def _audit_snapshot(self, label):
             atoms = extract_atoms(self.mobjects, skip_value_trackers=skip_trackers, skip_invisible=skip_invisible,
                                   image_ring_order=image_rings, group_own_points=group_points,
-                                  sampled_curves=sampled_curves)
+                                  sampled_curves=sampled_curves, once_per_object=once_per_object)
             if not atoms:
                 return None
             lx, ly = self.auditor

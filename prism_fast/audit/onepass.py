@@ -67,6 +67,15 @@ def static_reasons(source: str) -> list[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ["syntax_error"]
+    except (RecursionError, MemoryError):
+        return ["too_deep_to_parse"]
+    try:
+        return _static_reasons(tree)
+    except (RecursionError, MemoryError):  # a walk over a pathologically nested tree: not eligible, no crash
+        return ["too_deep_to_analyse"]
+
+
+def _static_reasons(tree: ast.AST) -> list[str]:
     reasons: list[str] = []
 
     def add(reason: str) -> None:
@@ -150,6 +159,7 @@ class _State:
         self.audit_sec = 0.0
         self.scene = None
         self.audited: list[str] = []
+        self.guard = None  # tamper.Guard, armed before the script's module runs
         self.t0 = time.perf_counter()
 
     def flag(self, reason: str) -> None:
@@ -285,6 +295,9 @@ def _install(state: _State) -> None:
 
     OnePassScene.__name__ = OnePassScene.__qualname__ = "AuditScene"
     manim.Scene = OnePassScene
+    from prism_fast.audit.tamper import Guard
+
+    state.guard = Guard(audit_scene, trusted=(OnePassScene,))
 
     real_get_module = module_ops.get_module
 
@@ -384,6 +397,8 @@ def _write_side_file() -> None:
         from prism_fast.audit.hooks import _ENGINE_TOTALS
 
         scene = state.scene
+        for evidence in (state.guard.verify(scene) if state.guard is not None else ["no_guard"]):
+            state.flag(f"tamper:{evidence}")  # the separate audit then judges (and marks) the script
         report = None
         if scene is not None and getattr(scene, "final_report", None) is not None:
             report = scene.final_report
@@ -430,7 +445,9 @@ def plan_reasons(script_text: str, audit_cfg: dict, profile, backend: str) -> li
         reasons.append("one_pass:off")
     if audit_cfg.get("full_fidelity") or audit_cfg.get("save_images") or audit_cfg.get("pictures"):
         reasons.append("audit_images")  # frames would have to be rasterised at the audit's settings
-    return reasons + static_reasons(script_text)
+    from prism_fast.audit.tamper import static_evidence
+
+    return reasons + static_reasons(script_text) + [f"tamper:{e}" for e in static_evidence(script_text)]
 
 
 def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path, runner, audit_cfg: dict) -> dict:

@@ -10,15 +10,15 @@ import json
 import logging
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
+import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from prism_fast.audit import tamper
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.rows import build_row, results_document
+from prism_fast.execute import sandbox
 from prism_fast.profile import REFERENCE, Profile
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,59 +30,75 @@ _log = logging.getLogger(__name__)
 _warned: set = set()
 
 
-def child_env(cfg: AuditConfig, work_dir: Path) -> dict:
-    env = os.environ.copy()
-    tmp = work_dir / ".tmp"
-    env.setdefault("MPLCONFIGDIR", str(tmp / "mplconfig"))
-    env.setdefault("TMPDIR", str(tmp / "tmp"))
-    env.setdefault("TEMP", env["TMPDIR"])
-    env.setdefault("TMP", env["TMPDIR"])
-    env.setdefault("PRISM_AUDIT_TMP_ROOT", str(tmp / "auditor"))
+# What the audit child may read besides its scratch: nothing of runs_root. Its outputs are copied out by the
+# trusted parent (regular files only, bounded sizes) after the child and everything it started are gone.
+REPORT_MAX_BYTES = 64 * 1024 * 1024
+PICTURES_MAX_BYTES = 512 * 1024 * 1024
+
+
+def child_env(cfg: AuditConfig, scratch: Path) -> dict:
+    """The audit child's environment: the sandbox allow-list, HOME/TMPDIR in its own scratch, and the audit
+    switches. No API key, token or other host variable reaches it."""
+    tmp = scratch / ".tmp"
+    extra = {"MPLCONFIGDIR": str(tmp / "mplconfig"), "TEMP": str(tmp / "tmp"), "TMP": str(tmp / "tmp"),
+             "PRISM_AUDIT_TMP_ROOT": str(tmp / "auditor"), "AUDIT_SAVE_IMAGES": "1" if cfg.save_images else "0",
+             "PYTHONPATH": str(_REPO_ROOT)}
+    env = sandbox.scrub_env(os.environ, home=str(scratch), extra=extra)
+    env["TMPDIR"] = extra["TEMP"]
     for key in ("MPLCONFIGDIR", "TMPDIR", "PRISM_AUDIT_TMP_ROOT"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
-    env["AUDIT_SAVE_IMAGES"] = "1" if cfg.save_images else "0"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     return env
 
 
-def _run_forked(args: list[str], audit_dir: Path, cfg: AuditConfig, quirks: str, env: dict):
-    from prism_fast.audit.prefork import server_for
-
-    tmp = Path(env["PRISM_AUDIT_TMP_ROOT"])
-    out_path, err_path = tmp / f"{audit_dir.name}.{os.getpid()}.stdout", tmp / f"{audit_dir.name}.{os.getpid()}.stderr"
-    start = time.perf_counter()
-    rc = server_for(quirks, env).run(args, os.getcwd(), str(out_path), str(err_path), env, cfg.timeout_sec)
-    runtime = time.perf_counter() - start
-    texts = []
-    for path in (out_path, err_path):
-        texts.append(path.read_bytes().decode("utf-8", "replace") if path.exists() else "")
-        path.unlink(missing_ok=True)
-    return rc, texts[0], texts[1], runtime
+_workers: dict = {}
 
 
-def run_child(script_path: Path, audit_dir: Path, cfg: AuditConfig, profile: Profile, env: dict):
-    """Run the child; returns (returncode | None on timeout, stdout, stderr, runtime_sec)."""
+def _audit_worker(quirks: str):
+    """This process's warm audit fork server for a profile (execute.worker.PreforkWorker with the audit
+    entry: the one fork server of the execution service)."""
+    from prism_fast.execute.worker import PreforkWorker
+
+    w = _workers.get(quirks)
+    if w is None:
+        w = _workers[quirks] = PreforkWorker(sys.executable, entry=f"prism_fast.audit.child:fork_entry:{quirks}")
+    return w
+
+
+def _spec(argv: list[str], scratch: Path, cfg: AuditConfig, env: dict) -> sandbox.SandboxSpec:
+    return sandbox.SandboxSpec(argv=argv, cwd=str(scratch), env=env, timeout_s=cfg.timeout_sec,
+                               interpreters=(sys.executable,), level=cfg.sandbox)
+
+
+def run_child(script_path: Path, audit_dir: Path, cfg: AuditConfig, profile: Profile, scratch: Path,
+              env: dict):
+    """Run the audit child in the sandbox; returns (returncode | None on timeout, stdout, stderr, runtime_sec,
+    sandbox result). The child reads its own copy of the script and writes only into ``scratch``."""
     quirks = ",".join(sorted(profile.fixed))
-    args = [str(script_path), "--json-out", str(audit_dir / "audit_report.json"), "--output-dir", str(audit_dir),
-            "--meta-out", str(audit_dir / "audit_meta.json"), "--config", json.dumps(cfg.to_dict()),
+    script = scratch / script_path.name
+    shutil.copyfile(script_path, script)
+    args = [str(script), "--json-out", str(scratch / "audit_report.json"), "--output-dir", str(scratch / "out"),
+            "--meta-out", str(scratch / "audit_meta.json"), "--config", json.dumps(cfg.to_dict()),
             "--quirks-fixed", quirks]
-    if cfg.prefork:
-        return _run_forked(args, audit_dir, cfg, quirks, env)
-    cmd = [sys.executable, "-m", "prism_fast.audit.child", *args]
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=cfg.timeout_sec)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = proc.communicate()
-        return None, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.perf_counter() - start
-    runtime = time.perf_counter() - start
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), runtime
+    spec = _spec([sys.executable, "-m", "prism_fast.audit.child", *args], scratch, cfg, env)
+    res = _audit_worker(quirks).run(spec) if cfg.prefork else sandbox.run_sandboxed(spec)
+    rc = None if res.timed_out else (res.returncode if res.launch_error is None else 1)
+    err = res.stderr.text() if res.launch_error is None else f"sandbox: {res.launch_error}"
+    return rc, res.stdout.text(), err, res.wall_s, res
+
+
+def _copy_out(scratch: Path, audit_dir: Path, cfg: AuditConfig) -> None:
+    """Trusted copy of the child's outputs into the run (regular files only, sizes bounded)."""
+    for name in ("audit_report.json", "audit_meta.json"):
+        src = scratch / name
+        if src.exists() or src.is_symlink():
+            try:
+                sandbox.copy_regular_file(src, audit_dir / name, REPORT_MAX_BYTES)
+            except OSError as exc:
+                _log.warning("audit: %s of %s not taken: %s", name, audit_dir.name, exc)
+    if cfg.pictures:
+        sandbox.copy_tree(scratch / "pictures_raw", audit_dir / "pictures_raw", PICTURES_MAX_BYTES)
+    if cfg.save_images:
+        sandbox.copy_tree(scratch / "out", audit_dir, PICTURES_MAX_BYTES)
 
 
 def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Profile = REFERENCE,
@@ -102,12 +118,21 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
     meta_path.unlink(missing_ok=True)  # our own side file is never stale
     if profile.fixes("Q-SPATIAL-19"):  # improved: no stale report from an earlier run
         report_path.unlink(missing_ok=True)
-    env = child_env(cfg, work_dir)
     raw_pictures = audit_dir / "pictures_raw"
     if cfg.pictures:
         shutil.rmtree(raw_pictures, ignore_errors=True)  # never stale
-        env["PRISM_AUDIT_PICTURES_DIR"] = str(raw_pictures)
-    rc, out, err, runtime = run_child(Path(script_path), audit_dir, cfg, profile, env)
+    evidence = tamper.static_evidence(Path(script_path).read_text(encoding="utf-8", errors="replace"))
+    if evidence:  # the script reaches for the audit's machinery: not run, never a pass
+        row = build_row(sample_id, str(script_path), 0.0, 1, "audit_tampered", None)
+        row.update(profile=profile.name, audit_mode="fast" if not cfg.full_fidelity else "full", returncode=None)
+        return mark_tampered(row, evidence)
+    tmp_root = Path(tempfile.gettempdir()) / "prism_fast_render"
+    with sandbox.scratch_dir(tmp_root, f"audit_{sample_id[:32]}_") as scratch:
+        env = child_env(cfg, scratch)
+        if cfg.pictures:
+            env["PRISM_AUDIT_PICTURES_DIR"] = str(scratch / "pictures_raw")
+        rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env)
+        _copy_out(scratch, audit_dir, cfg)
     if rc is not None:
         (audit_dir / "audit.log").write_text(out + "\n" + "=" * 20 + " STDERR " + "=" * 20 + "\n" + err,
                                              encoding="utf-8")
@@ -127,10 +152,33 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         _log.warning("audit: improved switches %s are not implemented; reference behaviour used", missing)
     row.update(profile=profile.name, audit_mode=("full" if cfg.full_fidelity else "fast")
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
-               scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing)
+               scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
+               sandbox=res.sandbox, sandbox_protections=",".join(res.protections))
+    if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's
+        row.update(status="error", error_kind="sandbox_error", error_detail=res.launch_error)
+    elif rc is not None:
+        recorded = meta.get("tampered", [])
+        found = [str(e) for e in recorded] if isinstance(recorded, list) else ["meta:tampered_unreadable"]
+        if rc == 0 and not meta.get(tamper.COMPLETION_KEY):
+            found.append("no_completion_record")  # the process ended before the trusted exit wrote the meta
+        if found:
+            mark_tampered(row, found)
     if cfg.pictures and draw_failing_pictures:
         out = Path(cfg.pictures_root) / sample_id if cfg.pictures_root else audit_dir / "pictures"
         row["pictures"] = _failing_pictures(row, report_text, raw_pictures, out)
+    return row
+
+
+def mark_tampered(row: dict, evidence: list[str]) -> dict:
+    """Turn ``row`` into the failing ``audit_tampered`` row: no report, no pass, the evidence recorded."""
+    evidence = sorted(set(map(str, evidence)))
+    msg = "audit_tampered: " + ", ".join(evidence)
+    row.update(audit_success=0, visual_structure_pass=0, visual_structure_rate=0.0, segment_count=0,
+               visual_issue_total=0, visual_issue_breakdown={"out_of_bounds": 0, "overlaps": 0, "leaks": 0},
+               visual_audit_report=None, error_msg=msg, status="error", error_kind="audit_tampered",
+               error_detail=msg, audit_tampered=evidence)
+    row["status"] = "audit_failed"
+    row.pop("visual_audit_report", None)
     return row
 
 

@@ -37,7 +37,8 @@ class LoadIssue:
 
     path: str
     line: int  # 1-based line (JSONL) or row (Parquet)
-    kind: str  # non_utf8 | malformed_json | not_object | missing_field | bad_type | unknown_language | duplicate_id
+    # non_utf8 | malformed_json | not_object | missing_field | bad_type | unsafe_id | unknown_language | duplicate_id
+    kind: str
     message: str
 
     def __str__(self) -> str:
@@ -109,6 +110,9 @@ def _validate(path: Path, lineno: int, record: object, seen: dict[str, int]) -> 
             return issue("bad_type", f"field {f!r} must be a string, got {type(record[f]).__name__}")
     if not record["id"].strip():
         return issue("bad_type", "field 'id' is empty")
+    if record["id"] in (".", "..") or any(c in record["id"] for c in "/\\\0"):
+        # The id names the run's files (scripts/<id>.py, videos/<id>.mp4, ...): it must stay one path component.
+        return issue("unsafe_id", f"id {record['id']!r} is not usable as a file name (/, \\, NUL, . or ..)")
     if record["language"] not in LANGUAGES:
         return issue("unknown_language", f"language {record['language']!r} is not one of {list(LANGUAGES)}")
     task_id = record["id"]
@@ -176,7 +180,21 @@ def select_tasks(
     return tasks
 
 
+def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a UTF-8 text file (``\\n``-separated, like ``splitlines`` for such files);
+    a line that is not UTF-8 raises ``ValueError`` naming the file, the line and the byte, never a bare
+    ``UnicodeDecodeError``."""
+    data = Path(path).read_bytes()
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not valid UTF-8 at byte {exc.start} of the line "
+                             f"({exc.reason}); re-encode the file as UTF-8") from None
+        yield lineno, text.rstrip("\r")
+
+
 def read_id_list(path: str | Path) -> list[str]:
     """One id per line; blank lines and ``#`` comments ignored."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = [text for _, text in utf8_lines(path)]
     return [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]

@@ -11,8 +11,15 @@ The key is the sha256 of a canonical JSON of everything that can change a render
 
 Only outcomes that a re-run would reproduce are stored: successes (with their mp4) and failures of kind
 ``exit_nonzero`` / ``no_mp4`` (the script's own error). Timeouts, signals and sandbox errors depend on load
-or on the host and are always recomputed. A hit is verified against the stored mp4 sha256; a mismatch is a
-miss with a warning. Rows served from the cache carry ``cache_hit: true`` and the original timings.
+or on the host and are always recomputed. Rows served from the cache carry ``cache_hit: true`` and the
+original timings.
+
+Integrity (issue #13, :mod:`prism_fast.integrity`): a hostile script once wrote its own video into another
+sample's entry. Every entry carries ``tag = HMAC(key, cache key + row + mp4 sha256)``; the key is
+``<runs_root>/.cache/integrity.key`` by default (:func:`prism_fast.integrity.default_key_dir`) or given by the
+caller. A hit needs a valid tag (an entry copied from another key fails too, the key is in the message) and an
+mp4 whose bytes, as copied to the destination, hash to the tagged sha256; anything else is a miss, logged,
+counted in ``integrity_failures`` and overwritten by the recomputed entry.
 
 Layout: ``<root>/<key[:2]>/<key>.json`` (+ ``<key>.mp4``); both written atomically, mp4 first, so a json file
 always means a complete entry. Safe for several processes sharing one root.
@@ -20,61 +27,52 @@ always means a complete entry. Safe for several processes sharing one root.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import shutil
-import uuid
 from pathlib import Path
+
+from prism_fast import integrity
 
 log = logging.getLogger(__name__)
 
 CACHE_SCHEMA = "prism_fast.render.v1"
 CACHEABLE_ERROR_KINDS = frozenset({"exit_nonzero", "no_mp4"})
+TAG_KIND = "render_cache"
 
 
 def render_cache_key(*, script_text: str, sample_id: str, scene: str, render_settings: dict,
                      exec_switches: dict, env_fingerprint: str) -> str:
     """sha256 hex of the canonical JSON of the inputs (see module docstring)."""
-    payload = {
+    return integrity.sha256_json({
         "schema": CACHE_SCHEMA,
-        "script_sha256": hashlib.sha256(script_text.encode("utf-8")).hexdigest(),
+        "script_sha256": integrity.sha256_text(script_text),
         "sample_id": sample_id,
         "scene": scene,
         "render": render_settings,
         "exec_switches": exec_switches,
         "env": env_fingerprint,
-    }
-    canon = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+    })
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _atomic_copy(src: Path, dest: Path) -> None:
-    part = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
-    shutil.copyfile(src, part)
-    os.replace(part, dest)
-
-
-def _atomic_write(dest: Path, text: str) -> None:
-    part = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.part")
-    part.write_text(text, encoding="utf-8")
-    os.replace(part, dest)
+def _message(key: str, body: dict) -> bytes:
+    return integrity.message(TAG_KIND, key=key, entry=body)
 
 
 class RenderCache:
-    """A directory of cached render rows and videos."""
+    """A directory of cached render rows and videos. ``integrity_key``: the HMAC key (bytes); default: the one
+    in :func:`prism_fast.integrity.default_key_dir` of ``root``, created on first use."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, integrity_key: bytes | None = None):
         self.root = Path(root)
+        self.key = integrity_key if integrity_key is not None else integrity.load_or_create_key(
+            integrity.default_key_dir(self.root))
+        self._failures = integrity.FailureLog(log, "render cache")
+
+    @property
+    def integrity_failures(self) -> int:
+        """Entries rejected by this object because their tag or video did not verify."""
+        return self._failures.count
 
     def _paths(self, key: str) -> tuple[Path, Path]:
         folder = self.root / key[:2]
@@ -87,15 +85,19 @@ class RenderCache:
             return None
         try:
             entry = json.loads(meta.read_text(encoding="utf-8"))
+            tag = entry.pop("tag", None)
+            if not integrity.verify(self.key, _message(key, entry), tag):
+                self._failures(key[:16], "missing tag" if tag is None else "invalid tag")
+                return None
             row = entry["row"]
             if row.get("success"):
-                if _sha256_file(video) != entry["mp4_sha256"]:
-                    log.warning("render cache: %s mp4 does not match its hash; recomputing", key)
-                    return None
                 dest_video.parent.mkdir(parents=True, exist_ok=True)
-                _atomic_copy(video, dest_video)
+                integrity.atomic_copy(video, dest_video, expect_sha256=entry["mp4_sha256"])
                 row["video_path"] = str(dest_video)
-        except (OSError, ValueError, KeyError) as exc:
+        except integrity.IntegrityError as exc:
+            self._failures(key[:16], f"mp4 does not match its tagged hash: {exc}")
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("render cache: unreadable entry %s (%s); recomputing", key, exc)
             return None
         row["cache_hit"] = True
@@ -113,10 +115,10 @@ class RenderCache:
         entry = {"schema": CACHE_SCHEMA, "row": {**public, "cache_hit": False, "cache_key": key}}
         try:
             if row.get("success"):
-                src = Path(row["video_path"])
-                _atomic_copy(src, video)
-                entry["mp4_sha256"] = _sha256_file(video)
-            _atomic_write(meta, json.dumps(entry, ensure_ascii=False, sort_keys=True))
+                entry["mp4_sha256"] = integrity.atomic_copy(Path(row["video_path"]), video)
+            entry = integrity.roundtrip(entry)
+            entry["tag"] = integrity.tag(self.key, _message(key, entry))
+            integrity.atomic_write_text(meta, json.dumps(entry, ensure_ascii=False, sort_keys=True))
         except OSError as exc:
             log.warning("render cache: could not store %s (%s)", key, exc)
             return False

@@ -1,8 +1,10 @@
 """Static API-hallucination checker (ours; spec execution.md §9).
 
 A deterministic AST pass over a cleaned script that resolves the names and attributes it uses against the frozen
-Manim CE 0.19.0 namespace (:mod:`prism_fast.execute.manim_namespace`). It runs identically in both profiles and
-never imports manim or executes the script.
+Manim CE 0.19.0 namespace (:mod:`prism_fast.execute.manim_namespace`) and the frozen star-import names of a fixed
+list of other modules (:mod:`prism_fast.execute.star_index`). It runs identically in both profiles and never imports
+manim, executes the script, or imports, finds or executes any module the script names: scripts are adversarial and
+the checker runs in trusted processes (the render actor), so it works from those two data files only.
 
 Findings (§9.3), each distinct (kind, identifier) once:
   ``import``          ``from manim[.sub] import X`` with no X there, or ``import manim.x.y`` with no such module;
@@ -29,16 +31,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import importlib
 import logging
 import re
-import sys
 import types
 from dataclasses import dataclass, field
 
 from prism_fast.execute.manim_namespace import MOBJECT_KEY, SCENE_KEY, Namespace, load_namespace
+from prism_fast.execute.star_index import star_names
 
-CHECKER_VERSION = "1"
+# 2: star imports from non-manim modules are resolved from the frozen star index, never by importing.
+CHECKER_VERSION = "2"
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +50,6 @@ _CLASS_BODY_DUNDERS = frozenset({"__qualname__", "__module__", "__class__"})
 _BUILTIN_NAMES = frozenset(dir(builtins)) | _MODULE_DUNDERS | _CLASS_BODY_DUNDERS
 # Attributes every module object has without listing them in dir(module) (e.g. `rate_functions.__dict__`).
 _MODULE_OBJECT_ATTRS = frozenset(dir(types.ModuleType("m"))) | {"__dict__", "__class__"}
-# A star import from a non-manim module is resolved by importing that module in the scoring process. Only the
-# standard library and a few side-effect-free scientific packages are imported (a script must not make the
-# evaluator import arbitrary installed packages); any other star import disables name findings, with a note.
-_STAR_IMPORTABLE = (frozenset(sys.stdlib_module_names)
-                    - {"antigravity", "this", "__hello__", "__phello__", "idlelib", "turtledemo", "tkinter", "turtle"}
-                    ) | {"numpy", "scipy", "sympy", "networkx", "colour", "PIL"}
 
 
 @dataclass(frozen=True)
@@ -359,19 +355,17 @@ class _Checker:
         log.warning("hallucination checker: unresolved-name findings disabled for this script: %s", why)
 
     def _star_from_other(self, module: str, level: int) -> None:
-        if level or not module or module.split(".")[0] not in _STAR_IMPORTABLE:
-            self._disable_names(f"star import from {'.' * level}{module} is not introspected")
-            return
-        try:
-            mod = importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - any failure means: cannot introspect
-            self._disable_names(f"star import from {module} failed to import ({type(exc).__name__})")
-            return
-        names = getattr(mod, "__all__", None)
+        """A star import from a non-manim module binds the names frozen for it in the star index.
+
+        The module is never imported: a script names it, and a module name chosen by an adversarial script
+        (``unittest.__main__``, ``antigravity``, a file it managed to place on ``sys.path``) must not run in the
+        trusted scoring process. A module the index does not know is unknown: name findings are switched off."""
+        names = None if level or not module else star_names(module)
         if names is None:
-            names = [n for n in dir(mod) if not n.startswith("_")]
+            self._disable_names(f"star import from {'.' * level}{module} is not in the frozen star index")
+            return
         self.other_star_names.update(names)
-        self.notes.append(f"star import from {module} resolved by introspection")
+        self.notes.append(f"star import from {module} resolved from the frozen star index")
 
     # ----------------------------------------------------------------------------------------------- resolution
     def _static_kind(self, node: ast.AST) -> str | None:
@@ -578,14 +572,24 @@ class _Checker:
 
 
 def check_code(code: str, namespace: Namespace | None = None) -> HallucinationReport:
-    """Run the checker on one cleaned script. A script that does not parse gives an empty report (§9.2)."""
+    """Run the checker on one cleaned script. A script that does not parse gives an empty report (§9.2).
+
+    Scripts are adversarial, so the checker must return for any input: a nesting too deep for the parser (e.g.
+    ``x = 1+1+...`` with thousands of terms) is "not parsed", and one the parser accepts but this recursive
+    visitor cannot walk gives an empty report with name findings off and a note, never an exception in the
+    trusted caller."""
     try:
         tree = ast.parse(code or "")
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return HallucinationReport(parsed=False, notes=[f"not parsed: {type(exc).__name__}"])
     checker = _Checker(tree, namespace or load_namespace())
-    checker.collect()
-    checker.check()
+    try:
+        checker.collect()
+        checker.check()
+    except RecursionError:
+        why = "nesting too deep for the checker (RecursionError)"
+        log.warning("hallucination checker: script not checked: %s", why)
+        return HallucinationReport(parsed=True, name_findings_enabled=False, notes=[f"not checked: {why}"])
     findings = sorted(checker.findings.values(), key=lambda f: (f.line, f.kind, f.identifier))
     keyword = sorted(checker.keyword_findings.values(), key=lambda f: (f.line, f.identifier))
     return HallucinationReport(parsed=True, findings=findings, unresolved_names=sorted(checker.unresolved),

@@ -7,11 +7,20 @@ Three kinds (``model.kind`` in the config):
 - ``predictions``: a directory of scripts (``<id>.py``, the authors' ``<tag>__<id>.py`` from their
   ``cleaned_scripts/``, or any names mapped by a ``manifest.jsonl``), or a JSONL of raw replies as above. A
   task with no script is kept as a row (an Exec failure), never dropped.
+
+A predictions directory is untrusted input (model output, or a file set someone handed over): its scripts are
+copied into the run and executed. So every file it names must stay inside it. A manifest entry whose path is
+absolute or has a ``..`` component, and any entry (manifest or ``*.py``) that resolves, symlinks followed, outside
+the directory, is never opened: its task gets ``clean_status`` (and the tasks row's ``error_kind``)
+``path_outside_predictions``, an Exec failure like a missing script, with a warning naming the entry.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -19,13 +28,19 @@ from typing import Iterable
 from prism_fast.dataset.loader import Task
 from prism_fast.profile import Profile
 
+log = logging.getLogger(__name__)
+
+# clean_status (and tasks-row error_kind) of a task whose predictions entry points outside the predictions dir.
+PATH_OUTSIDE_PREDICTIONS = "path_outside_predictions"
+
 
 @dataclass(frozen=True)
 class ScriptInput:
     id: str
     language: str
     script: str | None  # None: nothing to render (empty after cleaning, missing file, provider error)
-    clean_status: str  # reference | success | empty_after_cleanup | missing | provider_error
+    # reference | success | empty_after_cleanup | missing | provider_error | path_outside_predictions
+    clean_status: str
     format_pollution: dict | None = None
     raw_response: str | None = None
 
@@ -36,7 +51,9 @@ def reference_inputs(tasks: Iterable[Task]) -> list[ScriptInput]:
 
 def _read_responses(path: Path) -> dict[str, dict]:
     out: dict[str, dict] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    from prism_fast.dataset.loader import utf8_lines
+
+    for lineno, line in utf8_lines(path):
         if not line.strip():
             continue
         try:
@@ -70,36 +87,96 @@ def response_inputs(path: str | Path, tasks: Iterable[Task], profile: Profile) -
     return inputs
 
 
-def _directory_index(root: Path) -> dict[str, Path]:
-    """id → script. ``<id>.py`` (the file stem is the id, as in the authors' render_directory), also the
+@dataclass(frozen=True)
+class _Entry:
+    """One predictions-directory entry: the confined, fully resolved file to read, or why there is none."""
+
+    path: Path | None
+    rejected: str | None = None  # the entry as written, when it points outside the predictions directory
+
+
+def _confine(root: Path, name: str) -> _Entry:
+    """``name`` (a manifest path or a ``*.py`` file name) resolved inside ``root`` (already resolved), or rejected.
+
+    Rejected without touching the file system when absolute (POSIX or Windows style) or when any component is
+    ``..`` (even one that would come back inside: the manifest is untrusted, there is no reason to accept it);
+    otherwise rejected when the path, every symlink followed, is not strictly below ``root``."""
+    parts = name.replace("\\", "/").split("/")
+    if (not name or "\0" in name or os.path.isabs(name) or name.startswith(("/", "\\"))
+            or (len(name) > 1 and name[0].isalpha() and name[1] == ":") or ".." in parts):
+        return _Entry(None, name)
+    try:
+        resolved = (root / name).resolve(strict=False)
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a name the OS refuses
+        return _Entry(None, name)
+    if resolved == root or not resolved.is_relative_to(root):
+        return _Entry(None, name)
+    return _Entry(resolved)
+
+
+def _directory_index(root: Path) -> dict[str, _Entry]:
+    """id → entry. ``<id>.py`` (the file stem is the id, as in the authors' render_directory), also the
     authors' generation naming ``<dataset_tag>__<id>.py`` (generation.md §1.1), and an optional
-    ``manifest.jsonl`` of ``{"id": ..., "file": ...}`` rows for any other naming (it wins over file names)."""
-    index: dict[str, Path] = {}
+    ``manifest.jsonl`` of ``{"id": ..., "file": ...}`` rows for any other naming (it wins over file names).
+    Every entry is confined to ``root`` (:func:`_confine`); the manifest itself must be inside it too."""
+    root = root.resolve()
+    index: dict[str, _Entry] = {}
     for f in sorted(root.glob("*.py")):
-        index.setdefault(f.stem, f)
+        entry = _confine(root, f.name)  # a `<id>.py` symlink to a host file is rejected like a manifest path
+        index.setdefault(f.stem, entry)
         if "__" in f.stem:
-            index.setdefault(f.stem.split("__", 1)[1], f)
+            index.setdefault(f.stem.split("__", 1)[1], entry)
     manifest = root / "manifest.jsonl"
     if manifest.is_file():
-        for lineno, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
+        confined = _confine(root, manifest.name).path
+        text = _read_confined(confined) if confined is not None else None
+        if text is None:
+            raise ValueError(f"{manifest} is not a regular file inside the predictions directory {root} "
+                             "(a symlink out of it?); not reading it")
+        for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                index[str(rec["id"])] = root / str(rec["file"])
+                index[str(rec["id"])] = _confine(root, str(rec["file"]))
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise ValueError(f"{manifest}:{lineno}: expected {{\"id\": ..., \"file\": ...}} ({exc})") from None
     return index
 
 
+def _read_confined(path: Path) -> str | None:
+    """The text of a regular file at an already-confined path, or None when it is not one.
+
+    ``O_NOFOLLOW`` and the ``fstat`` check close the gap between resolving and opening: a final component swapped
+    for a symlink fails to open, and a FIFO or device (which would block or never end) is not read."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    # Text mode with universal newlines, as Path.read_text reads (a CRLF script stays byte-identical to before).
+    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read()
+
+
 def directory_inputs(path: str | Path, tasks: Iterable[Task]) -> list[ScriptInput]:
     """One script per task from a predictions directory (see :func:`_directory_index`)."""
-    index = _directory_index(Path(path))
+    root = Path(path)
+    index = _directory_index(root)
     inputs = []
     for t in tasks:
-        f = index.get(t.id)
-        if f is not None and f.is_file():
-            inputs.append(ScriptInput(t.id, t.language, f.read_text(encoding="utf-8", errors="replace"), "success"))
+        entry = index.get(t.id)
+        if entry is not None and entry.rejected is not None:
+            log.warning("predictions %s: the entry for %s (%r) points outside the predictions directory; "
+                        "not read, the task is an Exec failure (%s)", root, t.id, entry.rejected,
+                        PATH_OUTSIDE_PREDICTIONS)
+            inputs.append(ScriptInput(t.id, t.language, None, PATH_OUTSIDE_PREDICTIONS))
+            continue
+        text = _read_confined(entry.path) if entry is not None else None
+        if text is not None:
+            inputs.append(ScriptInput(t.id, t.language, text, "success"))
         else:
             inputs.append(ScriptInput(t.id, t.language, None, "missing"))
     return inputs

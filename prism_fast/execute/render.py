@@ -32,7 +32,6 @@ import logging
 import os
 import shutil
 import sys
-import stat
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Callable
 
 from prism_fast.execute import sandbox, texcache
 from prism_fast.execute.cache import RenderCache, render_cache_key
-from prism_fast.execute.fingerprint import fingerprint_hash
+from prism_fast.execute.fingerprint import fingerprint_hash, interpreter_of
 from prism_fast.execute.scene_select import select_scene
 from prism_fast.profile import REFERENCE, Profile
 
@@ -58,6 +57,7 @@ ERROR_TAIL_CHARS = 4000  # non-zero exit: last 4000 characters
 TIMEOUT_TAIL_CHARS = 3500  # timeout text: last 3500 characters
 
 MANIM_CFG = "[CLI]\nnotify_outdated_version = False\n"
+TEX_CACHE_INSIDE = "/prism_fast_tex_cache"  # where a sandboxed script sees the shared TeX cache (read-only)
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,10 @@ class RenderConfig:
     # again with hashing, since manim logs "Caching disabled." to stdout. Not reproduced: a script whose
     # hashing itself raises or pushes it past the timeout. True = the authors' exact command.
     play_hashing: bool = False
+    # Sandbox level (sandbox.py/jail.py): "auto" = namespaces as root, bubblewrap without root, refused where
+    # neither works; "unsafe" = run without the view (explicit opt-in; rows record `sandbox: unsafe`).
+    sandbox: str = "auto"
+    scratch_mb: int = 2048  # size cap of the sample's scratch directory (a tmpfs as root)
 
 
 def render_settings(cfg: RenderConfig) -> dict:
@@ -100,7 +104,7 @@ def render_settings(cfg: RenderConfig) -> dict:
         "cpu_seconds_per_wall_second": cfg.cpu_seconds_per_wall_second,
         "output_head_bytes": cfg.output_head_bytes, "output_tail_bytes": cfg.output_tail_bytes,
         "isolate_network": cfg.isolate_network, "disable_version_check": cfg.disable_version_check,
-        "play_hashing": cfg.play_hashing,
+        "play_hashing": cfg.play_hashing, "sandbox": cfg.sandbox, "scratch_mb": cfg.scratch_mb,
     }
 
 
@@ -159,6 +163,7 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
         "wall_s": 0.0, "cpu_s": 0.0, "peak_rss_mb": 0.0, "exit_status": None, "signal": None,
         "timed_out": False, "stderr_tail": None, "stdout_bytes": 0, "stderr_bytes": 0, "output_truncated": False,
         "net_isolated": False, "fs_readonly": False, "pids_limit": "none", "caps_dropped": False,
+        "sandbox": None, "sandbox_protections": None,
         "backend": None, "cache_hit": False, "cache_key": None, "profile": profile.name,
         "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0, "play_hashing": play_hashing,
         "env_fingerprint": fingerprint_hash(manim_bin),
@@ -225,8 +230,7 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
             return hit
 
     tmp_root = _tmp_root(cfg)
-    work = Path(tempfile.mkdtemp(prefix=f"render_{sample_id[:32]}_", dir=str(tmp_root)))
-    try:
+    with sandbox.scratch_dir(tmp_root, f"render_{sample_id[:32]}_", cfg.scratch_mb, keep=cfg.keep_temp) as work:
         use_tex_cache = bool(cfg.tex_cache_dir) and row["backend"] == "prefork"
         if cfg.tex_cache_dir and not use_tex_cache:
             row["tex_cache"] = "unsupported_backend"
@@ -234,9 +238,6 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
                          row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, _onepass_req)
         if use_tex_cache:
             _harvest_tex(work, cfg, row, Path(out_dir))
-    finally:
-        if not cfg.keep_temp:
-            shutil.rmtree(work, ignore_errors=True)
     if row.pop("_rerender_hashed", False):  # a failure whose error text is stdout: see _render_in
         row = render_one(sample_id, script_text, out_dir, replace(cfg, play_hashing=True, cache_dir=None), profile,
                          file_path, runner)
@@ -245,20 +246,6 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         cache.put(key, row)
         row["cache_key"] = key
     return row
-
-
-def _copy_regular_file(src: Path, dest: Path) -> None:
-    """Copy the child's mp4 without following a symlink it may have planted (e.g. to /dev/zero or a secret)."""
-    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{src.name} is not a regular file")
-        partial = dest.with_name(f".{dest.name}.{os.getpid()}.part")
-        with os.fdopen(os.dup(fd), "rb") as fin, open(partial, "wb") as fout:
-            shutil.copyfileobj(fin, fout, 1 << 20)
-        os.replace(partial, dest)
-    finally:
-        os.close(fd)
 
 
 def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, scene: str, dest: Path,
@@ -278,10 +265,16 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     readonly = (str(out_dir), *cfg.readonly_paths, *((str(tmp_root),) if cfg.protect_tmp_root else ()),
                 *((cfg.cache_dir,) if cfg.cache_dir and Path(cfg.cache_dir).exists() else ()))
     env_extra = None
+    visible_at: tuple[tuple[str, str], ...] = ()
     if use_tex_cache:
         tex_root = texcache.prepare_cache_dir(cfg.tex_cache_dir)
         readonly = (*readonly, str(tex_root))
-        env_extra = {texcache.ENV_CACHE: str(tex_root), texcache.ENV_LOG: str(work / texcache.LOG_NAME)}
+        seen_as = str(tex_root)
+        if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap"):
+            # the one cache the script reads: read-only, verified entries, shown outside any runs_root path
+            seen_as = TEX_CACHE_INSIDE
+            visible_at = ((str(tex_root), seen_as),)
+        env_extra = {texcache.ENV_CACHE: seen_as, texcache.ENV_LOG: str(work / texcache.LOG_NAME)}
         row["tex_cache"] = "on"
     spec = sandbox.SandboxSpec(
         argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag, cfg.play_hashing),
@@ -294,6 +287,10 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         output_tail_bytes=cfg.output_tail_bytes,
         isolate_network=cfg.isolate_network,
         readonly_paths=readonly,
+        interpreters=(interpreter_of(manim_bin),),
+        visible_paths=(str(Path(manim_bin).resolve().parent),),
+        visible_at=visible_at,
+        level=cfg.sandbox,
     )
     res = runner(spec)
     if onepass_req is not None:
@@ -309,8 +306,10 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         stdout_bytes=res.stdout.total_bytes, stderr_bytes=res.stderr.total_bytes,
         output_truncated=res.stdout.truncated or res.stderr.truncated,
         net_isolated=res.net_isolated, fs_readonly=res.fs_readonly, pids_limit=res.pids_limit,
-        caps_dropped=res.caps_dropped,
+        caps_dropped=res.caps_dropped, sandbox=res.sandbox, sandbox_protections=",".join(res.protections),
     )
+    if res.ran_as:
+        row["backend"] = res.ran_as
     if res.launch_error:
         row.update(error=f"render failed: {res.launch_error}", error_kind="sandbox_error",
                    error_detail=res.launch_error)
@@ -342,7 +341,7 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         row.update(error=ERR_NO_MP4, error_kind="no_mp4", error_detail=ERR_NO_MP4)
         return row
     try:
-        _copy_regular_file(final, dest)
+        sandbox.copy_regular_file(final, dest)
     except OSError as exc:
         row.update(error=f"render succeeded but mp4 copy failed: {exc}", error_kind="mp4_copy_failed",
                    error_detail=f"{type(exc).__name__}: {exc}")
@@ -365,7 +364,8 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
     def make_spec(argv, cwd):
         return sandbox.SandboxSpec(
             argv=argv, cwd=cwd, env=sandbox.scrub_env(os.environ, home=cwd), timeout_s=300, limits=cfg.limits,
-            isolate_network=cfg.isolate_network, readonly_paths=(str(out_dir), *cfg.readonly_paths))
+            isolate_network=cfg.isolate_network, readonly_paths=(str(out_dir), *cfg.readonly_paths),
+            level=cfg.sandbox)
 
     try:
         stats = texcache.harvest(work, work / "media", tex_root, sandbox.run_sandboxed, make_spec)

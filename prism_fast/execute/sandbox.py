@@ -1,49 +1,33 @@
-"""Run one untrusted command (a generated Manim script) in a contained child process.
+"""Run one untrusted command (a generated Manim script, an audit of one, a TeX re-compile) contained.
 
-What the sandbox does, per run:
+This module is the one execution service: everything that runs a script goes through :func:`prepare` and
+:func:`_child_setup` (the exec path :func:`run_sandboxed`, and the prefork worker's forked children in
+``worker.py``). Threat model and what is and is not contained: docs/security.md.
 
-* a fresh process group (``setsid``); on timeout, and after every normal exit, the whole group is killed with
-  SIGKILL, so leftover grandchildren never outlive the sample;
-* resource limits (``setrlimit`` in the child before exec): address space, CPU seconds, file size, open files,
-  and, for a non-root user, the process count;
-* a process-count limit through a cgroup ``pids`` controller when running as root (``RLIMIT_NPROC`` is not
-  enforced for uid 0); every process of the cgroup is killed afterwards, including ones that left the group;
-* an environment built from an allow-list (no tokens, keys or proxies leak in); ``HOME`` and ``TMPDIR`` point
-  into the sample's own directory;
-* stdin is ``/dev/null``; stdout and stderr are read incrementally and only a head and a tail of each are
-  kept, so 1 GB of output costs a bounded amount of memory;
-* when root and the kernel allows it: a new network namespace (no interfaces but a down loopback), a new mount
-  namespace in which ``readonly_paths`` (results, inputs, caches) are bind-mounted read-only, and the
-  dangerous capabilities (SYS_ADMIN, SYS_RESOURCE, NET_ADMIN, SYS_PTRACE, ...) dropped from the bounding set,
-  so the child cannot lift its limits, leave its namespaces or trace the parent;
-* CPU time (user + sys of the child and the descendants it waited for) and peak RSS from ``os.wait4``.
+Per run, at the ``namespaces`` level (root):
 
-Every isolation feature that could not be applied is recorded in the result (``net_isolated``,
-``fs_readonly``, ``pids_limit``, ``caps_dropped``) and logged once as a warning. Nothing is silently skipped.
+* a fresh session and process group; per-run ``pids`` and ``memory`` cgroups, killed as a whole and removed
+  afterwards; rlimits (address space, CPU seconds, file size, open files); a wall-clock timeout;
+* new mount, PID, network, IPC and UTS namespaces. The process that runs the script is PID 1 of its PID
+  namespace (the forked process outside only relays its exit status, :func:`_relay_exit`), so nothing it starts
+  survives it, and it sees neither its parent nor any other process (no ``/proc/<pid>/environ`` of ancestors);
+* the file-system view of ``jail.py``: system, Python and package code read-only (the package's data hidden),
+  its own scratch directory (:class:`scratch_dir`, a size-capped tmpfs) and a private ``/tmp`` writable, nothing
+  else mounted (no project, no ``runs_root``, no store, no caches but the verified TeX cache, read-only);
+* uid/gid 65534, no capabilities, ``no_new_privs``; ``PR_SET_PDEATHSIG`` so that a worker killed with SIGKILL
+  takes its sample with it;
+* an environment built from an allow-list (no tokens, keys or proxies); ``HOME``/``TMPDIR`` in the scratch;
+* stdin ``/dev/null``; stdout/stderr read incrementally, a bounded head and tail kept;
+* CPU time and peak RSS of the tree from ``os.wait4``.
 
-What the OS (and this module) cannot prevent:
+Without root the same view is built by bubblewrap (level ``bwrap``); where neither works the run is refused
+(``launch_error``) unless the caller asked for level ``unsafe`` explicitly, which keeps only the older
+protections (rlimits, cgroups, network namespace, read-only binds of ``readonly_paths``). Every result records
+the level (``sandbox``) and each protection that applied (``protections``); nothing is silently skipped.
 
-* Reading: the child can read every file its uid can read (other samples' scripts, the project, ``/etc``).
-  Only writes to ``readonly_paths`` are blocked, and only when a mount namespace is available.
-* As uid 0 without a mount namespace, the child can write anywhere root can. A non-root run relies on file
-  permissions alone.
-* World-writable places outside the sample directory (``/tmp``, ``/dev/shm``) stay writable; the sample's
-  ``TMPDIR`` points into its own directory, but nothing forces a script to use it.
-* Memory: ``RLIMIT_AS`` bounds virtual memory per process, not the resident memory of a whole tree; several
-  processes of one sample can together use up to (process limit × address-space limit).
-* CPU: ``RLIMIT_CPU`` is per process; the wall-clock timeout is the real bound for a tree.
-* Peak RSS is the maximum over the child and the descendants it reaped, not the sum of a tree.
-* CPU time of descendants that the child did not wait for (killed orphans) is not counted.
-* Signals: a child running as the same uid can signal that uid's other processes, the parent included
-  (``os.kill(os.getppid(), 9)``). The prefork worker survives this (the server is restarted and the row is a
-  ``sandbox_error``); the plain path's caller does not. Run renders in a process that may die (a Ray actor),
-  or under a dedicated uid where the interpreter is readable by it.
-* A process that leaves the process group with ``setsid`` is only found again through the cgroup; without a
-  cgroup it can survive the kill.
-* Without a network namespace (non-root, or a kernel that refuses it) the child has the host's network.
-* ``preexec_fn`` runs Python code between fork and exec. The code here only makes system calls, but a
-  parent with many threads that hold locks in C libraries can in principle deadlock it (CPython warns about
-  this); Ray actors calling this from one thread at a time are fine.
+Known limits: ``RLIMIT_CPU`` is per process (the wall-clock timeout bounds a tree); peak RSS is the maximum over
+the processes reaped, not a sum; ``preexec_fn`` runs Python between fork and exec (system calls only here, from
+one thread at a time in our callers).
 """
 
 from __future__ import annotations
@@ -53,14 +37,19 @@ import logging
 import os
 import resource
 import selectors
+import shutil
 import signal
+import stat
 import subprocess
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from prism_fast.execute import jail
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +67,9 @@ ENV_ALLOW: tuple[str, ...] = (
 
 # Linux constants (ctypes; os.unshare only exists from Python 3.12).
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -117,6 +109,9 @@ class Limits:
     file_size_mb: int | None = 2048
     max_processes: int | None = 256
     open_files: int | None = 1024
+    # resident memory of the whole tree (cgroup memory controller; tmpfs pages of /tmp and the scratch count)
+    memory_mb: int | None = 8192
+    tmp_mb: int = 512  # the private /tmp and /dev/shm of the view
 
 
 @dataclass(frozen=True)
@@ -131,8 +126,16 @@ class SandboxSpec:
     output_head_bytes: int = 64 * 1024
     output_tail_bytes: int = 256 * 1024
     isolate_network: bool = True
-    readonly_paths: tuple[str, ...] = ()
+    readonly_paths: tuple[str, ...] = ()  # "unsafe" level only: paths bind-mounted read-only
     drop_capabilities: bool = True
+    # The view (jail.py): extra host paths the script may read (e.g. the verified TeX cache) and the Python
+    # interpreters the command runs (their installations are made visible read-only).
+    visible_paths: tuple[str, ...] = ()
+    visible_at: tuple[tuple[str, str], ...] = ()  # (host path, path inside): read-only under another name
+    interpreters: tuple[str, ...] = ()
+    # "auto": the strongest level this host offers, refusing to run when neither root namespaces nor
+    # bubblewrap work; "unsafe": run without the view (explicit opt-in, recorded per row).
+    level: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,9 @@ class SandboxResult:
     pids_limit: str  # "cgroup", "rlimit" or "none"
     caps_dropped: bool
     launch_error: str | None = None
+    sandbox: str = "unsafe"  # the level applied: namespaces | bwrap | unsafe
+    protections: tuple[str, ...] = ()  # every protection that applied (sorted)
+    ran_as: str | None = None  # set when a backend ran the command another way (prefork -> cli under bwrap)
 
 
 class _Bounded:
@@ -212,6 +218,18 @@ class HostIsolation:
     mountns: bool
     capdrop: bool
     cgroup_pids_root: str | None
+    pidns: bool = False
+    cgroup_memory_root: str | None = None
+    bwrap: str | None = None  # path of a bubblewrap that works here without root
+
+    @property
+    def level(self) -> str:
+        """The strongest level this host offers: namespaces (root) | bwrap (no root) | none."""
+        if self.is_root and self.mountns and self.pidns:
+            return "namespaces"
+        if self.bwrap:
+            return "bwrap"
+        return "none"
 
 
 def _probe(preexec) -> bool:
@@ -223,9 +241,33 @@ def _probe(preexec) -> bool:
         return False
 
 
-def _cgroup_pids_root() -> str | None:
-    """A writable directory of the cgroup pids controller where per-sample groups can be made."""
-    candidates = [Path("/sys/fs/cgroup/pids")]
+def _probe_pidns() -> None:
+    """unshare a PID namespace and fork into it, as the real set-up does."""
+    _unshare(CLONE_NEWNS | CLONE_NEWPID)
+    pid = os.fork()
+    if pid:
+        _relay_exit(pid)
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("proc", "/proc", "proc", 0)
+
+
+def _probe_bwrap() -> str | None:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return None
+    try:
+        ok = subprocess.run([exe, "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                             "/bin/true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, timeout=20).returncode == 0
+    except (subprocess.SubprocessError, OSError):
+        ok = False
+    return exe if ok else None
+
+
+def _cgroup_root(controller: str) -> str | None:
+    """A writable directory of a cgroup controller (``pids`` or ``memory``) where per-sample groups can be made."""
+    limit_file = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes", "memory.max")}[controller]
+    candidates = [Path("/sys/fs/cgroup") / controller]
     unified = Path("/sys/fs/cgroup")
     if (unified / "cgroup.controllers").exists():
         candidates.append(unified)
@@ -236,10 +278,10 @@ def _cgroup_pids_root() -> str | None:
         try:
             root.mkdir(exist_ok=True)
             if base == unified:  # v2: the controller must be enabled for children of our directory
-                (root / "cgroup.subtree_control").write_text("+pids")
+                (root / "cgroup.subtree_control").write_text(f"+{controller}")
             probe = root / f"probe_{os.getpid()}"
             probe.mkdir(exist_ok=True)
-            ok = (probe / "pids.max").exists()
+            ok = any((probe / f).exists() for f in limit_file)
             probe.rmdir()
             if ok:
                 _sweep_stale_cgroups(root)
@@ -247,6 +289,10 @@ def _cgroup_pids_root() -> str | None:
         except OSError:
             continue
     return None
+
+
+def _cgroup_pids_root() -> str | None:
+    return _cgroup_root("pids")
 
 
 def _sweep_stale_cgroups(root: Path) -> None:
@@ -272,14 +318,21 @@ def host_isolation() -> HostIsolation:
     is_root = os.geteuid() == 0
     netns = is_root and _probe(lambda: _unshare(CLONE_NEWNET))
     mountns = is_root and _probe(lambda: (_unshare(CLONE_NEWNS), _mount(None, "/", None, MS_REC | MS_PRIVATE)))
+    pidns = is_root and mountns and _probe(_probe_pidns)
     capdrop = is_root and _probe(_drop_caps)
-    cgroup = _cgroup_pids_root() if is_root else None
-    info = HostIsolation(is_root, netns, mountns, capdrop, cgroup)
+    cgroup = _cgroup_root("pids") if is_root else None
+    memory = _cgroup_root("memory") if is_root else None
+    bwrap = None if (is_root and mountns and pidns) else _probe_bwrap()
+    info = HostIsolation(is_root, netns, mountns, capdrop, cgroup, pidns, memory, bwrap)
     missing = [name for name, ok in (("network namespace", netns), ("mount namespace", mountns),
-                                     ("capability drop", capdrop), ("cgroup pids", cgroup)) if not ok]
-    if missing:
+                                     ("PID namespace", pidns), ("capability drop", capdrop),
+                                     ("cgroup pids", cgroup), ("cgroup memory", memory)) if not ok]
+    if missing and info.level != "bwrap":
         log.warning("sandbox: not available on this host (%s): %s; rows record what was applied",
                     "root" if is_root else "non-root", ", ".join(missing))
+    if info.level == "none":
+        log.warning("sandbox: neither root namespaces nor a working bubblewrap (unprivileged user namespaces) "
+                    "here: untrusted scripts are refused unless render.sandbox=unsafe is set explicitly")
     return info
 
 
@@ -297,9 +350,9 @@ def _unshare(flags: int) -> None:
     _check(_LIBC.unshare(ctypes.c_int(flags)), "unshare")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(_LIBC.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), None), f"mount {target}")
+    _check(_LIBC.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
 def _drop_caps(now: bool = False) -> None:
@@ -335,29 +388,96 @@ class _CapData(ctypes.Structure):
 @dataclass(frozen=True)
 class _ChildPlan:
     rlimits: tuple[tuple[int, int, int], ...]
-    cgroup_procs: str | None
+    cgroup_procs: tuple[str, ...]  # cgroup.procs files to join (pids, memory)
     netns: bool
     mountns: bool
     readonly_paths: tuple[str, ...]
     keep_writable: str
     drop_caps: bool
+    pidns: bool = False
+    view: dict | None = None  # jail.View.to_dict(): the script's whole file-system view, then an unprivileged uid
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "_ChildPlan":
+        """Inverse of ``dataclasses.asdict`` (the prefork worker receives the plan as JSON)."""
+        return cls(rlimits=tuple(tuple(r) for r in d["rlimits"]), cgroup_procs=tuple(d["cgroup_procs"]),
+                   netns=d["netns"], mountns=d["mountns"], readonly_paths=tuple(d["readonly_paths"]),
+                   keep_writable=d["keep_writable"], drop_caps=d["drop_caps"], pidns=d.get("pidns", False),
+                   view=d.get("view"))
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when the thread that forked it exits (``prctl(PR_SET_PDEATHSIG)``)."""
+    _LIBC.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0)
+
+
+def _relay_exit(pid: int) -> None:
+    """The process left outside a new PID namespace: wait for its only child (PID 1 inside) and end exactly
+    as it ended (same exit status, or killed by the same signal), so the supervisor sees the sample's status.
+    Its own descriptors are closed first: the output pipes must report EOF when the sample is gone, and a
+    ``subprocess`` error pipe must see only the exec'ing process. Never returns."""
+    try:
+        os.closerange(0, 65536)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        while True:
+            try:
+                _, status = os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+            os.kill(os.getpid(), sig)
+            os._exit(128 + sig)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    except BaseException:  # noqa: BLE001 - never fall through into the sample's code path
+        os._exit(125)
 
 
 def _child_setup(plan: _ChildPlan, exec_follows: bool = True) -> None:
-    """Applied in the child after fork: before exec (sandbox) or before running manim in-process (worker)."""
+    """Applied in the child after fork: before exec (sandbox) or before running manim in-process (worker).
+
+    With a PID namespace this forks once more: the caller's process stays outside and relays the exit status
+    (``_relay_exit``); the function returns in the new namespace's PID 1, which becomes the sample. Killing
+    that process (the supervisor's group kill, a timeout) makes the kernel kill everything else inside."""
     os.setsid()
-    if plan.cgroup_procs:
-        fd = os.open(plan.cgroup_procs, os.O_WRONLY)
+    die_with_parent()  # a worker killed with -9 takes its sample down with it (no orphan to outlive the run)
+    for procs in plan.cgroup_procs:
+        fd = os.open(procs, os.O_WRONLY)
         try:
             os.write(fd, str(os.getpid()).encode())
         finally:
             os.close(fd)
     for which, soft, hard in plan.rlimits:
         resource.setrlimit(which, (soft, hard))
-    if plan.netns:
-        _unshare(CLONE_NEWNET)
+    flags = (CLONE_NEWNET if plan.netns else 0) | (CLONE_NEWNS if plan.mountns else 0)
+    if plan.view is not None:
+        flags |= CLONE_NEWIPC | CLONE_NEWUTS
+    if plan.pidns:
+        flags |= CLONE_NEWPID
+    if flags:
+        _unshare(flags)
+    if plan.pidns:
+        pid = os.fork()
+        if pid:
+            _relay_exit(pid)
+    if plan.view is not None:
+        view = jail.View.from_dict(plan.view)
+        jail.enter(view)
+        if plan.drop_caps:
+            _drop_caps(now=True)
+        jail.drop_privileges(view)
+        die_with_parent()  # cleared by the fork and by the uid change: PID 1 dies with the relaying process
+        os.chdir(plan.keep_writable)
+        return
     if plan.mountns:
-        _unshare(CLONE_NEWNS)
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         # Keep the sample's own directory writable even when it lies below a read-only path: bind it onto
         # itself first, so the recursive read-only bind below carries it along as a writable sub-mount.
@@ -483,45 +603,128 @@ def _signal_name(num: int) -> str:
 
 @dataclass
 class Prepared:
-    """Parent-side set-up of one run: the child plan and the cgroup to clean up afterwards."""
+    """Parent-side set-up of one run: the child plan, the level and the cgroups to clean up afterwards."""
 
     plan: _ChildPlan
     cgroup: Path | None
     pids_limit: str
+    level: str = "unsafe"
+    protections: tuple[str, ...] = ()
+    cgroups: tuple[Path, ...] = ()
+    refusal: str | None = None  # set when the run must not start (no sandbox and no explicit opt-out)
+    bwrap_prefix: tuple[str, ...] = ()  # bwrap level: the command line that builds the view
 
     def cleanup(self) -> None:
-        if self.cgroup is not None:
-            _kill_cgroup(self.cgroup)
-            _remove_cgroup(self.cgroup)
+        for cg in self.cgroups:
+            _kill_cgroup(cg)
+        for cg in self.cgroups:
+            _remove_cgroup(cg)
+
+
+def jail_root() -> str:
+    """An empty directory the new root's tmpfs is mounted on, inside each child's own mount namespace."""
+    path = Path(tempfile.gettempdir()) / "prism_fast_jail_root"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return str(path)
+
+
+def _make_cgroup(root: str, controller: str, limit: int) -> Path | None:
+    cg = Path(root) / f"s_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    try:
+        cg.mkdir()
+        if controller == "pids":
+            (cg / "pids.max").write_text(str(limit))
+        elif (cg / "memory.limit_in_bytes").exists():  # v1
+            (cg / "memory.limit_in_bytes").write_text(str(limit))
+        else:  # v2
+            (cg / "memory.max").write_text(str(limit))
+            if (cg / "memory.swap.max").exists():
+                (cg / "memory.swap.max").write_text("0")
+        return cg
+    except OSError as exc:
+        log.warning("sandbox: cgroup %s set-up failed (%s); no %s limit for this run", controller, exc, controller)
+        if cg.exists():
+            _remove_cgroup(cg)
+        return None
+
+
+def _chown_tree(path: str, uid: int, gid: int) -> None:
+    """Hand the scratch directory (made by trusted code) to the unprivileged uid; links are not followed."""
+    os.lchown(path, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            os.lchown(os.path.join(dirpath, name), uid, gid)
+
+
+def effective_level(requested: str) -> str:
+    """The level a spec asking for ``requested`` gets here: ``unsafe``, ``namespaces``, ``bwrap`` or ``none``."""
+    return "unsafe" if requested == "unsafe" else host_isolation().level
 
 
 def prepare(spec: SandboxSpec) -> Prepared:
-    """Create the per-run cgroup (if any) and the plan the child applies before running anything."""
+    """Decide the level, create the per-run cgroups and the plan the child applies before running anything."""
     host = host_isolation()
-    cg: Path | None = None
+    level = effective_level(spec.level)
+    if level == "none":
+        refusal = ("no sandbox on this host: not root with mount+PID namespaces, and no working bubblewrap "
+                   "(unprivileged user namespaces); untrusted scripts are not run (set render.sandbox=unsafe "
+                   "to run them anyway, recorded per row)")
+        plan = _ChildPlan((), (), False, False, (), str(Path(spec.cwd).resolve()), False)
+        return Prepared(plan, None, "none", level="refused", refusal=refusal)
+    cgroups: list[Path] = []
+    pid_cg = mem_cg = None
     if host.cgroup_pids_root and spec.limits.max_processes:
-        cg = Path(host.cgroup_pids_root) / f"s_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-        try:
-            cg.mkdir()
-            (cg / "pids.max").write_text(str(spec.limits.max_processes))
-        except OSError as exc:
-            log.warning("sandbox: cgroup set-up failed (%s); no process-count limit for this run", exc)
-            if cg.exists():
-                _remove_cgroup(cg)
-            cg = None
+        pid_cg = _make_cgroup(host.cgroup_pids_root, "pids", spec.limits.max_processes)
+    if host.cgroup_memory_root and spec.limits.memory_mb:
+        mem_cg = _make_cgroup(host.cgroup_memory_root, "memory", spec.limits.memory_mb * MiB)
+    cgroups = [c for c in (pid_cg, mem_cg) if c is not None]
     use_nproc = not host.is_root
-    pids_limit = "cgroup" if cg else ("rlimit" if use_nproc and spec.limits.max_processes else "none")
+    pids_limit = "cgroup" if pid_cg else ("rlimit" if use_nproc and spec.limits.max_processes else "none")
+    cwd = str(Path(spec.cwd).resolve())
+    view = None
+    bwrap_prefix: tuple[str, ...] = ()
+    if level in ("namespaces", "bwrap"):
+        visible = tuple(str(Path(p).resolve()) for p in spec.visible_paths if Path(p).exists())
+        at = tuple((str(Path(s).resolve()), d) for s, d in spec.visible_at if Path(s).exists())
+        v = jail.default_view(jail_root(), cwd, extra_read_only=visible, interpreters=tuple(spec.interpreters),
+                              tmp_mb=spec.limits.tmp_mb, read_only_at=at)
+        if level == "namespaces":
+            _chown_tree(cwd, v.uid, v.gid)
+            view = v.to_dict()
+        else:  # bwrap maps our own uid to v.uid inside: the scratch stays ours
+            bwrap_prefix = tuple(jail.bwrap_argv(v, [], bwrap=host.bwrap))
     readonly = tuple(str(Path(p).resolve()) for p in spec.readonly_paths if Path(p).exists())
     plan = _ChildPlan(
         rlimits=_rlimits(spec.limits, use_nproc),
-        cgroup_procs=str(cg / "cgroup.procs") if cg else None,
+        cgroup_procs=tuple(str(c / "cgroup.procs") for c in cgroups),
         netns=spec.isolate_network and host.netns,
-        mountns=bool(readonly) and host.mountns,
-        readonly_paths=readonly,
-        keep_writable=str(Path(spec.cwd).resolve()),
+        mountns=(view is not None) or (bool(readonly) and host.mountns and level == "unsafe"),
+        readonly_paths=readonly if view is None else (),
+        keep_writable=cwd,
         drop_caps=spec.drop_capabilities and host.capdrop,
+        pidns=view is not None,
+        view=view,
     )
-    return Prepared(plan, cg, pids_limit)
+    prot = {"env_allowlist", "rlimits", "process_group"}
+    if pid_cg:
+        prot.add("cgroup_pids")
+    if mem_cg:
+        prot.add("cgroup_memory")
+    if level == "namespaces":
+        prot |= {"view", "pid_ns", "ipc_ns", "uts_ns", f"uid_{jail.NOBODY}", "no_new_privs", "tmpfs_tmp"}
+    if level == "bwrap":
+        prot |= {"view", "user_ns", "pid_ns", "ipc_ns", "uts_ns", "net_ns", "caps_dropped", "no_new_privs",
+                 "tmpfs_tmp"}
+    if plan.netns:
+        prot.add("net_ns")
+    if plan.drop_caps or level != "unsafe":
+        prot.add("caps_dropped")
+    if plan.mountns and view is None:
+        prot.add("readonly_binds")
+    if os.path.ismount(cwd):
+        prot.add("scratch_capped")
+    return Prepared(plan, pid_cg, pids_limit, level=level, protections=tuple(sorted(prot)), cgroups=tuple(cgroups),
+                    bwrap_prefix=bwrap_prefix)
 
 
 @dataclass(frozen=True)
@@ -613,15 +816,17 @@ def result_from(sup: Supervised, prep: Prepared) -> SandboxResult:
     return SandboxResult(
         returncode=rc, exit_status=rc if rc >= 0 else None, signal=_signal_name(-rc) if rc < 0 else None,
         timed_out=sup.timed_out, wall_s=sup.wall_s, cpu_s=sup.cpu_s, peak_rss_mb=sup.peak_rss_mb,
-        stdout=sup.stdout, stderr=sup.stderr, net_isolated=prep.plan.netns, fs_readonly=prep.plan.mountns,
-        pids_limit=prep.pids_limit, caps_dropped=prep.plan.drop_caps,
+        stdout=sup.stdout, stderr=sup.stderr, net_isolated=prep.plan.netns or prep.level == "bwrap",
+        fs_readonly=prep.plan.mountns or prep.level == "bwrap", pids_limit=prep.pids_limit,
+        caps_dropped="caps_dropped" in prep.protections, sandbox=prep.level, protections=prep.protections,
     )
 
 
 def launch_failure(prep: Prepared, started: float, message: str) -> SandboxResult:
     empty = CapturedStream(b"", b"", 0)
     return SandboxResult(None, None, None, False, time.perf_counter() - started, 0.0, 0.0, empty, empty,
-                         False, False, prep.pids_limit, False, launch_error=message)
+                         False, False, prep.pids_limit, False, launch_error=message, sandbox=prep.level,
+                         protections=prep.protections)
 
 
 def run_sandboxed(spec: SandboxSpec) -> SandboxResult:
@@ -629,9 +834,12 @@ def run_sandboxed(spec: SandboxSpec) -> SandboxResult:
     prep = prepare(spec)
     started = time.perf_counter()
     try:
+        if prep.refusal:
+            return launch_failure(prep, started, prep.refusal)
+        argv = [*prep.bwrap_prefix, *spec.argv]
         try:
             proc = subprocess.Popen(
-                list(spec.argv), cwd=spec.cwd, env=dict(spec.env), stdin=subprocess.DEVNULL,
+                argv, cwd=spec.cwd, env=dict(spec.env), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=lambda: _child_setup(prep.plan),
                 close_fds=True,
             )
@@ -647,3 +855,111 @@ def run_sandboxed(spec: SandboxSpec) -> SandboxResult:
         return result_from(sup, prep)
     finally:
         prep.cleanup()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Scratch directories: the only place a script may write that outlives it (until the caller harvests it)
+
+
+def _umount(path: str) -> None:
+    _LIBC.umount2(path.encode(), ctypes.c_int(2))  # MNT_DETACH; an error leaves a plain directory
+
+
+def _owner_file(path: Path) -> Path:
+    """``.<name>.owner`` beside a scratch directory: the pid of the process that made it. (The directory's own
+    name keeps the length of a plain ``mkdtemp`` name: paths in tracebacks, hence error texts, depend on it.)"""
+    return path.with_name(f".{path.name}.owner")
+
+
+@lru_cache(maxsize=None)
+def _sweep_scratch(parent: str) -> None:
+    """Unmount and remove scratch directories whose owner process is gone (a worker killed mid-render)."""
+    for owner_file in Path(parent).glob(".*.owner"):
+        try:
+            owner = int(owner_file.read_text())
+            os.kill(owner, 0)
+            continue
+        except ProcessLookupError:
+            pass
+        except (ValueError, OSError):
+            continue
+        entry = owner_file.with_name(owner_file.name[1:-len(".owner")])
+        if os.path.ismount(entry):
+            _umount(str(entry))
+        shutil.rmtree(entry, ignore_errors=True)
+        owner_file.unlink(missing_ok=True)
+
+
+class scratch_dir:
+    """``with scratch_dir(parent, prefix, size_mb) as path``: a fresh directory for one sample.
+
+    As root it is a tmpfs of ``size_mb`` (its pages are charged to the memory cgroup of the process that
+    writes them, so the sample's memory limit bounds it too); a script that fills it gets ENOSPC, the host
+    disk never fills. Without root it is a plain directory (``capped`` is False; rows record it). Removed
+    (unmounted) on exit unless ``keep``."""
+
+    def __init__(self, parent: str | os.PathLike, prefix: str, size_mb: int | None = 2048, keep: bool = False):
+        self.parent, self.prefix, self.size_mb, self.keep = Path(parent), prefix, size_mb, keep
+        self.path: Path | None = None
+        self.capped = False
+
+    def __enter__(self) -> Path:
+        self.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_scratch(str(self.parent))
+        self.path = Path(tempfile.mkdtemp(prefix=self.prefix, dir=str(self.parent)))
+        if self.size_mb and not self.keep and os.geteuid() == 0:
+            _owner_file(self.path).write_text(str(os.getpid()))
+            try:
+                _mount("tmpfs", str(self.path), "tmpfs", MS_NOSUID | MS_NODEV, f"size={self.size_mb}m,mode=0700")
+                self.capped = True
+            except OSError as exc:
+                log.warning("sandbox: scratch tmpfs failed (%s); scratch not size-capped", exc)
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        if self.path is None or self.keep:
+            return
+        if self.capped:
+            _umount(str(self.path))
+        shutil.rmtree(self.path, ignore_errors=True)
+        _owner_file(self.path).unlink(missing_ok=True)
+
+
+def copy_regular_file(src: Path, dest: Path, max_bytes: int | None = None) -> None:
+    """Copy a file a script left, without following a symlink it may have planted (to /dev/zero, a secret):
+    only a regular file of at most ``max_bytes`` is taken; written atomically."""
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{Path(src).name} is not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise OSError(f"{Path(src).name} is larger than {max_bytes} bytes")
+        partial = Path(dest).with_name(f".{Path(dest).name}.{os.getpid()}.part")
+        with os.fdopen(os.dup(fd), "rb") as fin, open(partial, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+        os.replace(partial, dest)
+    finally:
+        os.close(fd)
+
+
+def copy_tree(src: Path, dest: Path, max_bytes: int) -> int:
+    """Copy the regular files below ``src`` (links and special files skipped, ``max_bytes`` in all); returns
+    the bytes copied."""
+    total = 0
+    if not Path(src).is_dir() or Path(src).is_symlink():
+        return 0
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        rel = Path(dirpath).relative_to(src)
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            try:
+                size = path.lstat().st_size
+                if not stat.S_ISREG(path.lstat().st_mode) or total + size > max_bytes:
+                    continue
+                (Path(dest) / rel).mkdir(parents=True, exist_ok=True)
+                copy_regular_file(path, Path(dest) / rel / name, max_bytes - total)
+                total += size
+            except OSError as exc:
+                log.warning("sandbox: %s not copied out: %s", path, exc)
+    return total

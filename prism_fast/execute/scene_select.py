@@ -135,7 +135,8 @@ def select_scene(source: str, profile: Profile) -> SceneChoice:
         return SceneChoice(select_scene_reference(source), METHOD_REGEX)
     try:  # Q-EXEC-1 improved: AST resolution
         tree = ast.parse(source)
-    except (SyntaxError, ValueError) as exc:
+    # RecursionError/MemoryError: nesting too deep for the parser (adversarial scripts must not crash the caller).
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         # The render will fail at import anyway; keep the reference choice so the row shows the real
         # Python error rather than "Scene class not found", and record that the fallback was used.
         log.warning("scene selection: script does not parse (%s); using the reference regex", exc)

@@ -276,6 +276,8 @@ def code_parse_error(code: str, filename: str = "<script>") -> str:
             return f"{type(exc).__name__}: {exc.msg}"
         except (ValueError, TypeError) as exc:  # e.g. null bytes in the source
             return f"{type(exc).__name__}: {exc}"
+        except (RecursionError, MemoryError) as exc:  # nesting too deep to compile: Python cannot import it either
+            return f"{type(exc).__name__}: {exc}"
     return ""
 
 

@@ -16,8 +16,7 @@ How, without any way to change a result:
   would now run ``latex`` + ``dvisvgm`` does the wrapper look the key up; on a hit it writes the cached bytes to
   the very path manim would have written and runs manim's own clean-up, so the mobject, the video and the
   printed output are those of an uncached render. With ``no_latex_cleanup`` set (the script asked to keep the
-  intermediate files) the wrapper never uses the cache. The cache directory is mounted read-only for the
-  sample, so a script can only poison its own process.
+  intermediate files) the wrapper never uses the cache.
 * **Filling, in the trusted parent** (:func:`harvest`, after the sample's process has exited): the wrapper
   logs each compile it did into a file in the sample's directory. That file is untrusted, so the parent
   re-derives everything: the ``.tex`` file's name must be manim's hash of its content, the compiler and
@@ -26,6 +25,33 @@ How, without any way to change a result:
   reproduces enters the cache: byte for byte, up to the order of the glyph definitions, which dvisvgm varies
   between runs (:func:`canonical_svg`; the DVI's timestamp does not reach the SVG). A key is compiled again only the second time it is seen (a marker file records the first
   sighting), so expressions that occur once cost nothing extra.
+
+Integrity (issue #13): a hostile script once wrote a poisoned SVG straight into the shared cache. The sandbox
+no longer shows the cache to a script, and besides that no entry reaches a sample unless the trusted parent
+has verified it:
+
+* Every published entry ``svg/<k>/<key>.svg`` has a sidecar ``<key>.tag`` =
+  ``{"sha256", "tag": HMAC(integrity key, key + sha256)}`` (:mod:`prism_fast.integrity`; the key is
+  ``<runs_root>/.cache/integrity.key`` by default, :func:`prism_fast.integrity.default_key_dir`, never visible
+  to a sample). The tag is written before the SVG, both atomically.
+* **Where verification happens: in the parent, never in the sample** (the sample cannot hold the key: it
+  would be readable by the script it runs). :func:`prepare_cache_dir`, which the render parent calls right
+  before each sample, returns this process's *verified view* ``views/<host>-<pid>-<random>/``, the only cache
+  directory the sample is shown (read-only). The parent brings the view up to date first: each published
+  entry whose tag verifies and whose SVG hashes to the tagged sha256 is hard-linked into the view (copied
+  where links do not work; the linked file is hashed again, so a swap between check and link is caught), and
+  its sha256 appended to the view's ``verified.txt``. An entry without a valid tag -- written by anyone else,
+  edited, or carrying the tag of another key -- is left out, logged and counted (:func:`integrity_failures`);
+  the sample then compiles the expression itself, and :func:`harvest` republishes the entry over the bad one
+  (``HarvestStats.tampered``).
+* In the sample, :func:`install` serves an SVG from the view only if its bytes hash to the sha256 the parent
+  recorded in ``verified.txt`` (read before the script can run). That catches what the view cannot: a
+  published file edited in place, which a hard link shares. A mismatch is a miss, logged as ``bad_entry`` and
+  counted by the parent (``HarvestStats.bad_entries``). A directory without ``verified.txt`` (the raw cache
+  root) serves nothing.
+* The view is rescanned only where a ``svg/<k>`` directory changed (new or replaced entries change the
+  directory's times), so the check costs ~256 ``stat`` calls per sample; it is removed when the process exits
+  and views of dead processes on this host are swept when a new one is made.
 
 What differs from an uncached render: the wall/CPU time of the sample (that is the point; rows record
 ``tex_cache_hits`` and ``profile-render`` always runs without this cache), and a script that lists its own
@@ -36,22 +62,28 @@ cannot be re-derived by the parent to verify an entry, and Pango takes milliseco
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
 import logging
 import os
 import re
+import secrets
 import shlex
 import shutil
+import socket
 import stat
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prism_fast import integrity
+
 log = logging.getLogger(__name__)
 
-ENV_CACHE = "PRISM_FAST_TEX_CACHE"  # the cache directory (read-only for the sample)
+ENV_CACHE = "PRISM_FAST_TEX_CACHE"  # the verified view of the cache (read-only for the sample)
 ENV_LOG = "PRISM_FAST_TEX_LOG"  # the compile log the wrapper appends to (in the sample's own directory)
 LOG_NAME = ".prism_fast_tex_log.jsonl"
 
@@ -63,6 +95,10 @@ MAX_TEX_BYTES = 256 * 1024
 MAX_SVG_BYTES = 8 * 1024 * 1024
 MAX_LOG_BYTES = 1024 * 1024
 MAX_VERIFY_PER_SAMPLE = 64
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+MANIFEST_NAME = "verified.txt"  # in a view: "<key> <sha256>" per line, appended by the parent
+TAG_KIND = "tex_svg"
+_KEY_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 def entry_key(tex_source: bytes, compiler: str, output_format: str) -> str:
@@ -74,6 +110,10 @@ def entry_key(tex_source: bytes, compiler: str, output_format: str) -> str:
 
 def entry_path(cache_dir: str | os.PathLike, key: str) -> Path:
     return Path(cache_dir) / "svg" / key[:2] / f"{key}.svg"
+
+
+def tag_path(cache_dir: str | os.PathLike, key: str) -> Path:
+    return Path(cache_dir) / "svg" / key[:2] / f"{key}.tag"
 
 
 def seen_path(cache_dir: str | os.PathLike, key: str) -> Path:
@@ -114,6 +154,14 @@ def install(cache_dir: str, log_path: str) -> None:
     from manim import config
 
     original = tfw.tex_to_svg_file
+    # The sha256 the trusted parent verified for each key (the view's verified.txt; the last line wins). Read
+    # now, before the script runs: an entry is served only if its bytes still hash to this.
+    verified: dict[str, str] = {}
+    data = _read_regular(Path(cache_dir) / MANIFEST_NAME, MAX_MANIFEST_BYTES) or b""
+    for line in data.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            verified[parts[0]] = parts[1]
 
     def _log(event: dict) -> None:
         try:
@@ -134,11 +182,15 @@ def install(cache_dir: str, log_path: str) -> None:
         source = _read_regular(tex_file, MAX_TEX_BYTES)
         if source is not None and compiler in COMPILERS and fmt in FORMATS:
             key = entry_key(source, compiler, fmt)
-            cached = _read_regular(entry_path(cache_dir, key), MAX_SVG_BYTES)
+            expected = verified.get(key)
+            cached = _read_regular(entry_path(cache_dir, key), MAX_SVG_BYTES) if expected else None
+            if cached is not None and hashlib.sha256(cached).hexdigest() != expected:
+                _log({"event": "bad_entry", "key": key})  # edited after the parent verified it: never served
+                cached = None
             if cached is not None:
                 svg_file.write_bytes(cached)
                 tfw.delete_nonsvg_files()  # what manim does after a compile (no_latex_cleanup is False here)
-                _log({"event": "hit", "key": key})
+                _log({"event": "hit", "key": key, "sha256": expected})
                 return svg_file
         result = original(expression, environment, tex_template)
         _log({"event": "miss", "tex": tex_file.name, "compiler": compiler, "format": fmt})
@@ -208,25 +260,92 @@ class HarvestStats:
     first_seen: int = 0
     published: int = 0
     rejected: int = 0
+    tampered: int = 0  # published entries found without a valid tag (or not matching it); republished
+    bad_entries: int = 0  # entries the sample found edited after verification (its own report; not served)
     notes: list[str] = field(default_factory=list)
 
 
 def count_hits(log_path: Path) -> tuple[int, int]:
     """(hits, misses) as logged by the sample's process (informational: the sample could lie about itself)."""
+    counts = _count_events(log_path)
+    return counts.get("hit", 0), counts.get("miss", 0)
+
+
+def _count_events(log_path: Path) -> dict[str, int]:
     data = _read_regular(log_path, MAX_LOG_BYTES) or b""
-    hits = misses = 0
+    counts: dict[str, int] = {}
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             ev = json.loads(line)
         except ValueError:
             continue
-        if isinstance(ev, dict):
-            hits += ev.get("event") == "hit"
-            misses += ev.get("event") == "miss"
-    return hits, misses
+        if isinstance(ev, dict) and isinstance(ev.get("event"), str):
+            counts[ev["event"]] = counts.get(ev["event"], 0) + 1
+    return counts
 
 
-def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestStats) -> list[tuple[str, bytes, bytes, str, str]]:
+# ----------------------------------------------------------------------------------------------------------
+# Integrity of published entries (trusted parent only)
+
+
+def _tag_message(key: str, sha: str) -> bytes:
+    return integrity.message(TAG_KIND, key=key, sha256=sha)
+
+
+def _tagged_sha(cache_dir: Path, key: str, ikey: bytes) -> tuple[str | None, str]:
+    """(sha256 the entry's tag vouches for, or None; why not)."""
+    raw = _read_regular(tag_path(cache_dir, key), 4096)
+    if raw is None:
+        return None, "missing tag"
+    try:
+        doc = json.loads(raw.decode("ascii"))
+        sha, tag = doc["sha256"], doc["tag"]
+    except (ValueError, KeyError, TypeError):
+        return None, "unreadable tag"
+    if not (isinstance(sha, str) and _KEY_HEX.match(sha)) or not integrity.verify(ikey, _tag_message(key, sha), tag):
+        return None, "invalid tag"
+    return sha, ""
+
+
+def verify_entry(cache_dir: str | os.PathLike, key: str, ikey: bytes) -> tuple[bytes | None, str]:
+    """(the published SVG's bytes if its tag verifies and they hash to the tagged sha256, else None; why not)."""
+    cache_dir = Path(cache_dir)
+    sha, why = _tagged_sha(cache_dir, key, ikey)
+    if sha is None:
+        return None, why
+    data = _read_regular(entry_path(cache_dir, key), MAX_SVG_BYTES)
+    if data is None:
+        return None, "no SVG"
+    if hashlib.sha256(data).hexdigest() != sha:
+        return None, "SVG does not match its tag"
+    return data, ""
+
+
+def _publish(cache_dir: Path, key: str, svg: bytes, ikey: bytes) -> None:
+    """Tag first, then the SVG (both atomic): an SVG is never visible without the tag that vouches for it."""
+    dest = entry_path(cache_dir, key)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    sha = hashlib.sha256(svg).hexdigest()
+    doc = {"sha256": sha, "tag": integrity.tag(ikey, _tag_message(key, sha))}
+    integrity.atomic_write_text(tag_path(cache_dir, key), json.dumps(doc, sort_keys=True))
+    integrity.atomic_write_bytes(dest, svg)
+
+
+def _root(cache_dir: str | os.PathLike) -> Path:
+    """Create the cache's folders; returns its absolute path (the sample and the verifier run in other cwds)."""
+    root = Path(cache_dir).resolve()
+    for sub in ("svg", "seen", "tmp", "views"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _key_for(root: Path, integrity_key: bytes | None) -> bytes:
+    return integrity_key if integrity_key is not None else integrity.load_or_create_key(
+        integrity.default_key_dir(root))
+
+
+def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestStats, ikey: bytes,
+                failures: integrity.FailureLog) -> list[tuple[str, bytes, bytes, str, str]]:
     data = _read_regular(log_path, MAX_LOG_BYTES) or b""
     out, keys = [], set()
     for line in data.decode("utf-8", "replace").splitlines():
@@ -255,9 +374,15 @@ def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestSt
             stats.rejected += 1
             continue
         key = entry_key(source, compiler, fmt)
-        if key in keys or entry_path(cache_dir, key).exists():
+        if key in keys:
             continue
         keys.add(key)
+        if entry_path(cache_dir, key).exists() or tag_path(cache_dir, key).exists():
+            good, why = verify_entry(cache_dir, key, ikey)
+            if good is not None:
+                continue  # published meanwhile by another sample
+            stats.tampered += 1  # a bad entry must not block its own replacement: verify and republish it
+            failures(key[:16], why)
         marker = seen_path(cache_dir, key)
         if not marker.exists():
             marker.parent.mkdir(parents=True, exist_ok=True)
@@ -270,14 +395,23 @@ def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestSt
     return out
 
 
-def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, make_spec) -> HarvestStats:
-    """Verify the sample's fresh compiles and publish the reproduced ones. ``make_spec(argv, cwd)`` builds the
+def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, make_spec,
+            integrity_key: bytes | None = None) -> HarvestStats:
+    """Verify the sample's fresh compiles and publish the reproduced ones, tagged with ``integrity_key``
+    (default: the key of :func:`prism_fast.integrity.default_key_dir`). ``make_spec(argv, cwd)`` builds the
     sandbox spec for the trusted compile; ``run_sandboxed(spec)`` runs it. Never raises for bad input."""
     stats = HarvestStats()
-    cache_dir = prepare_cache_dir(cache_dir)
+    cache_dir = _root(cache_dir)
+    ikey = _key_for(cache_dir, integrity_key)
+    failures = integrity.FailureLog(log, "tex cache")
     log_path = work_dir / LOG_NAME
-    stats.hits, stats.misses = count_hits(log_path)
-    candidates = _candidates(log_path, media_dir / "Tex", cache_dir, stats)
+    counts = _count_events(log_path)
+    stats.hits, stats.misses = counts.get("hit", 0), counts.get("miss", 0)
+    stats.bad_entries = counts.get("bad_entry", 0)
+    if stats.bad_entries:
+        log.warning("tex cache: the sample found %d cache entr%s edited after verification (not served)",
+                    stats.bad_entries, "y" if stats.bad_entries == 1 else "ies")
+    candidates = _candidates(log_path, media_dir / "Tex", cache_dir, stats, ikey, failures)
     if not candidates:
         return stats
     scratch = Path(tempfile.mkdtemp(prefix="texverify_", dir=str(cache_dir / "tmp")))
@@ -305,11 +439,7 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
                             "(%s); not cached", key[:16],
                             "no SVG produced" if produced is None else f"{len(produced)} vs {len(svg)} bytes")
                 continue
-            dest = entry_path(cache_dir, key)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(produced)
-            os.replace(tmp, dest)
+            _publish(cache_dir, key, produced, ikey)
             stats.published += 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -335,9 +465,139 @@ def _keep_rejected(cache_dir: Path, key: str, source: bytes, sample_svg: bytes, 
         pass
 
 
-def prepare_cache_dir(cache_dir: str | os.PathLike) -> Path:
-    """Create the cache's folders; returns its absolute path (the sample and the verifier run in other cwds)."""
+# ----------------------------------------------------------------------------------------------------------
+# The verified view a sample is given (trusted parent)
+
+
+@dataclass
+class _View:
+    root: Path
+    path: Path
+    key: bytes
+    failures: integrity.FailureLog
+    dirs: dict[str, tuple] = field(default_factory=dict)  # svg/<k> -> its stat when last scanned
+    entries: dict[str, tuple] = field(default_factory=dict)  # key -> (svg stat, tag stat) when last examined
+    shown: dict[str, int] = field(default_factory=dict)  # key -> inode of the file in the view
+
+
+_VIEWS: dict[tuple[int, str, str], _View] = {}
+
+
+def _ident(st: os.stat_result) -> tuple:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _stat(path: Path) -> tuple | None:
+    try:
+        return _ident(os.stat(path, follow_symlinks=False))
+    except OSError:
+        return None
+
+
+def _sweep_stale_views(views: Path) -> None:
+    """Remove the views of processes on this host that are gone (killed before their exit handler ran)."""
+    host = socket.gethostname()
+    for d in views.iterdir() if views.is_dir() else ():
+        try:
+            h, pid, _token = d.name.rsplit("-", 2)
+            pid = int(pid)
+        except ValueError:
+            continue
+        if h != host or pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _remove_view(path: Path, owner: int) -> None:
+    if os.getpid() == owner:  # not in a forked child that happens to run exit handlers
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _new_view(root: Path, ikey: bytes) -> _View:
+    _sweep_stale_views(root / "views")
+    path = root / "views" / f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+    (path / "svg").mkdir(parents=True)
+    (path / MANIFEST_NAME).touch()
+    atexit.register(_remove_view, path, os.getpid())
+    return _View(root, path, ikey, integrity.FailureLog(log, "tex cache"))
+
+
+def _show(view: _View, key: str, data: bytes, manifest) -> None:
+    """Hard-link (else copy) the published SVG into the view, hash the linked file again (a swap between the
+    check and the link is caught) and record its sha256."""
+    dest = entry_path(view.path, key)
+    dest.parent.mkdir(exist_ok=True)
+    tmp = integrity.temp_name(dest)
+    try:
+        try:
+            os.link(entry_path(view.root, key), tmp)
+        except OSError:
+            integrity.atomic_write_bytes(tmp, data, fsync=False)
+        linked = _read_regular(tmp, MAX_SVG_BYTES)
+        sha = hashlib.sha256(data).hexdigest()
+        if linked is None or hashlib.sha256(linked).hexdigest() != sha:
+            view.failures(key[:16], "SVG changed while it was being verified")
+            return
+        st = os.stat(tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    view.shown[key] = st.st_ino
+    manifest.write(f"{key} {sha}\n")
+
+
+def _sync(view: _View) -> None:
+    svg_root = view.root / "svg"
+    now = time.time_ns()
+    with open(view.path / MANIFEST_NAME, "a", encoding="ascii") as manifest:
+        for sub in sorted(os.scandir(svg_root), key=lambda e: e.name):
+            if not sub.is_dir(follow_symlinks=False):
+                continue
+            st = os.stat(sub.path, follow_symlinks=False)
+            ident = _ident(st)
+            if view.dirs.get(sub.name) == ident:
+                continue
+            for ent in os.scandir(sub.path):
+                name = ent.name
+                if not name.endswith(".svg") or not _KEY_HEX.match(name[:-4]):
+                    continue
+                key = name[:-4]
+                state = (_stat(Path(ent.path)), _stat(tag_path(view.root, key)))
+                if view.entries.get(key) == state:
+                    continue
+                view.entries[key] = state
+                data, why = verify_entry(view.root, key, view.key)
+                if data is None:
+                    view.failures(key[:16], why)
+                    if key in view.shown and state[0] is not None and state[0][0] == view.shown[key]:
+                        entry_path(view.path, key).unlink(missing_ok=True)  # the view shares the bad file
+                        view.shown.pop(key)
+                    continue
+                _show(view, key, data, manifest)
+            # a directory changed within the last second may change again within the same clock tick: rescan
+            view.dirs[sub.name] = ident if now - st.st_mtime_ns > 1_000_000_000 else None
+
+
+def prepare_cache_dir(cache_dir: str | os.PathLike, integrity_key: bytes | None = None) -> Path:
+    """Create the cache's folders and return the directory to give the next sample (read-only, as the
+    :data:`ENV_CACHE` of :func:`install`): this process's verified view of the cache, brought up to date
+    (module docstring). ``integrity_key``: default, the key of :func:`prism_fast.integrity.default_key_dir`."""
+    root = _root(cache_dir)
+    ikey = _key_for(root, integrity_key)
+    ident = (os.getpid(), str(root), integrity.sha256_hex(ikey))
+    view = _VIEWS.get(ident)
+    if view is None or not (view.path / MANIFEST_NAME).is_file():
+        view = _VIEWS[ident] = _new_view(root, ikey)
+    _sync(view)
+    return view.path
+
+
+def integrity_failures(cache_dir: str | os.PathLike) -> int:
+    """Published entries this process found without a valid tag (or not matching it) while keeping its view."""
     root = Path(cache_dir).resolve()
-    for sub in ("svg", "seen", "tmp"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-    return root
+    return sum(v.failures.count for (pid, r, _k), v in _VIEWS.items() if pid == os.getpid() and r == str(root))

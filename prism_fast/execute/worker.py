@@ -4,8 +4,9 @@ Importing manim costs ~1.5-3 s of CPU per ``manim`` process. A :class:`PreforkWo
 process that imports manim exactly as the ``manim`` console script does (``from manim.__main__ import main``)
 and then, for every sample, forks a child that
 
-1. applies the same containment as the exec path (``sandbox._child_setup``: new session, cgroup, rlimits,
-   network and mount namespaces, capabilities dropped now, since no exec follows),
+1. applies the same containment as the exec path (``sandbox._child_setup``: new session, cgroups, rlimits,
+   network/mount/PID/IPC/UTS namespaces, the file-system view of ``jail.py``, an unprivileged uid; the
+   process that runs manim is PID 1 of its own namespace, the forked child outside relays its exit),
 2. gets the sample's cwd, environment, stdin=/dev/null and stdout/stderr pipes, and ``sys.argv`` =
    ``[manim_bin, -ql, <script>, <Scene>, ...]``,
 3. reseeds numpy's global RNG from the OS (a fresh process would; ``random`` reseeds itself after fork),
@@ -27,7 +28,9 @@ package's sandbox module. ``tests/execute/test_render.py`` checks byte-identical
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
+import logging
 import os
 import select
 import shutil
@@ -48,6 +51,8 @@ if __package__ in (None, ""):  # started as a script (the server): make the pack
 else:
     from prism_fast.execute import sandbox, texcache
     from prism_fast.audit import onepass
+
+log = logging.getLogger(__name__)
 
 SETUP_FAILED_EXIT = 126
 SETUP_FAILED_MARK = b"prism_fast prefork: child set-up failed: "
@@ -115,11 +120,7 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
     try:
         for fd in close_fds:
             os.close(fd)
-        plan = job["plan"]
-        sandbox._child_setup(sandbox._ChildPlan(
-            rlimits=tuple(tuple(r) for r in plan["rlimits"]), cgroup_procs=plan["cgroup_procs"],
-            netns=plan["netns"], mountns=plan["mountns"], readonly_paths=tuple(plan["readonly_paths"]),
-            keep_writable=plan["keep_writable"], drop_caps=plan["drop_caps"]), exec_follows=False)
+        sandbox._child_setup(sandbox._ChildPlan.from_dict(job["plan"]), exec_follows=False)
         os.chdir(job["cwd"])
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -164,13 +165,31 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
     os._exit(code)
 
 
-def serve(req_fd: int, resp_fd: int, manim_bin: str) -> None:
-    """The server loop: import manim, then one forked child per job, until the request pipe closes."""
+def _load_entry(entry: str):
+    """``module:function:argument`` (given by trusted code, never by a script) -> the child's main callable:
+    ``function(argument)`` runs once in the server, before any fork, and returns ``main()``."""
+    module, function, arg = entry.split(":", 2)
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:  # the entry's package (this one) must import; the server's sys.path hides it
+        sys.path.append(root)
+    import importlib
+
+    return getattr(importlib.import_module(module), function)(arg)
+
+
+def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim") -> None:
+    """The server loop: import manim (and the entry's modules), then one forked child per job, until the
+    request pipe closes. ``entry``: ``manim`` (manim's CLI) or ``module:function:argument`` (another child main,
+    e.g. the spatial audit's, see :func:`_load_entry`)."""
     t0 = time.perf_counter()
-    # What the console script's process has: its own directory first on sys.path.
-    sys.path[0] = str(Path(manim_bin).resolve().parent)
     from manim import __version__ as manim_version
-    from manim.__main__ import main
+
+    if entry != "manim":
+        main = _load_entry(entry)
+    else:
+        # What the console script's process has: its own directory first on sys.path.
+        sys.path[0] = str(Path(manim_bin).resolve().parent)
+        from manim.__main__ import main
 
     _send(resp_fd, {"ready": True, "manim": manim_version, "import_s": time.perf_counter() - t0})
     while True:
@@ -222,8 +241,9 @@ class PreforkWorker:
     backend_name = "prefork"
 
     def __init__(self, manim_bin: str, server_dir: str | None = None, start_timeout_s: float = 300,
-                 manim_cfg: str | None = None):
+                 manim_cfg: str | None = None, entry: str = "manim"):
         self.manim_bin = os.path.abspath(manim_bin)
+        self.entry = entry
         self.start_timeout_s = start_timeout_s
         self._own_dir = server_dir is None
         self.server_dir = Path(server_dir) if server_dir else Path(tempfile.mkdtemp(prefix="prism_fast_prefork_"))
@@ -231,6 +251,7 @@ class PreforkWorker:
         self.proc: subprocess.Popen | None = None
         self.import_s: float | None = None
         self.restarts = 0
+        self._warned_bwrap = False
 
     # lifecycle
     def start(self) -> None:
@@ -245,9 +266,10 @@ class PreforkWorker:
         with open(self.server_dir / "server.log", "ab") as server_log:
             self.proc = subprocess.Popen(
                 [interpreter_of(self.manim_bin), str(Path(__file__).resolve()), str(req_r), str(resp_w),
-                 self.manim_bin],
+                 self.manim_bin, self.entry],
                 cwd=str(self.server_dir), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=server_log, pass_fds=(req_r, resp_w), start_new_session=True,
+                preexec_fn=sandbox.die_with_parent,  # the server (and its samples) never outlive this process
             )
         os.close(req_r)
         os.close(resp_w)
@@ -289,6 +311,15 @@ class PreforkWorker:
         prep = sandbox.prepare(spec)
         started = time.perf_counter()
         try:
+            if prep.refusal:
+                return sandbox.launch_failure(prep, started, prep.refusal)
+            if prep.level == "bwrap":  # no root: a forked child cannot build the view; bubblewrap must exec
+                prep.cleanup()
+                if not self._warned_bwrap:
+                    self._warned_bwrap = True
+                    log.warning("prefork worker: no root, so each render runs as `manim` under bubblewrap "
+                                "(backend recorded as cli)")
+                return dataclasses.replace(sandbox.run_sandboxed(spec), ran_as="cli")
             if self.proc is None or self.proc.poll() is not None:
                 if self.proc is not None:
                     self.restarts += 1
@@ -334,4 +365,4 @@ class PreforkWorker:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
+    serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])

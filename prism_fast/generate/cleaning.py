@@ -20,10 +20,21 @@ from prism_fast.profile import REFERENCE, Profile
 BUSY_SENTINEL = "服务器繁忙，请稍后再试吧"
 
 _FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL
+# The toolkit's pattern. Python's backtracking engine takes quadratic time on it (every unclosed ``<think>``
+# scans to the end of the reply: 20 s for 140 KB), so :func:`strip_think_blocks` computes the same
+# substitution in linear time; tests/generate/test_cleaning.py checks both agree.
 THINK_RE = re.compile(r"<think(?:ing)?[^>]*>.*?</think(?:ing)?>", _FLAGS)
+_THINK_OPEN = re.compile(r"<think", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
 _HEADER = r"^\s*(?:思考过程|推理过程|Reasoning|Thought process)\s*[:：].*$"
 HEADER_RE_REFERENCE = re.compile(_HEADER, _FLAGS)  # DOTALL: `.*$` runs to the end of the text (Q-GEN-1)
 HEADER_RE_IMPROVED = re.compile(_HEADER, re.IGNORECASE | re.MULTILINE)  # one line only
+# The same patterns without their leading ``^\s*``: matched at the first non-space character of a line start's
+# whitespace run (strip_header_lines; the leading ``\s*`` costs quadratic time on long whitespace runs).
+_HEADER_TAIL = r"(?:思考过程|推理过程|Reasoning|Thought process)\s*[:：].*$"
+_HEADER_TAIL_REFERENCE = re.compile(_HEADER_TAIL, _FLAGS)
+_HEADER_TAIL_IMPROVED = re.compile(_HEADER_TAIL, re.IGNORECASE | re.MULTILINE)
+_WS = re.compile(r"\s*")
 FENCE_RE = re.compile(r"```(?:python|py)?\s*(.*?)```", re.IGNORECASE | re.DOTALL)
 STRAY_FENCE_RE = re.compile(r"```(?:python|py)?|```", re.IGNORECASE)
 
@@ -72,17 +83,20 @@ class FormatPollution:
 class CleanResult:
     code: str                     # the cleaned script; "" when nothing usable is left
     status: str                   # "success" | "empty_after_cleanup"
-    empty_reason: str | None      # None | "empty_reply" | "busy_sentinel" | "nothing_left" | "not_code"
+    empty_reason: str | None      # None | "empty_reply" | "busy_sentinel" | "nothing_left" | "not_code" | "reply_too_large"
     pollution: FormatPollution = field(default_factory=FormatPollution)
     font_injected: bool = False
     language: str = "en"
     profile: str = "reference"
+    reply_chars: int = 0  # length of the raw reply
+    max_reply_chars: int | None = None  # the cap it was cleaned under
 
     @property
     def evidence(self) -> dict:
         """Format-pollution evidence as a plain dict: ``kinds`` (fixed order) plus the raw counts."""
         return {"kinds": self.pollution.kinds(), **asdict(self.pollution), "empty_reason": self.empty_reason,
-                "font_injected": self.font_injected}
+                "font_injected": self.font_injected, "reply_chars": self.reply_chars,
+                "max_reply_chars": self.max_reply_chars}
 
     def to_row(self) -> dict:
         """Per-row fields (the cleaned code itself is written to cleaned_scripts/<id>.py, not the row)."""
@@ -95,6 +109,8 @@ class CleanResult:
             "format_pollution_detail": asdict(self.pollution),
             "font_injected": self.font_injected,
             "cleaning_profile": self.profile,
+            "reply_chars": self.reply_chars,
+            "max_reply_chars": self.max_reply_chars,
         }
 
 
@@ -125,26 +141,130 @@ def inject_font_defaults(code: str) -> str:
     return code
 
 
+# Code-start lines as patterns over "\n"-joined lines (each line's own whitespace only: ``[^\S\n]``), equal to
+# ``_is_code_start(line.strip(), profile)``: a prefix ending in whitespace needs a non-space after it on the line,
+# since ``strip()`` removes trailing whitespace.
+_CODE_LINE_REFERENCE = re.compile(r"^[^\S\n]*(?:from manim import|import manim|class [^\S\n]*\S)", re.MULTILINE)
+_CODE_LINE_IMPROVED = re.compile(
+    r"^[^\S\n]*(?:import[^\S\n]+\S|from[^\S\n]+[\w.]+[^\S\n]+import\b|class[^\S\n]+\S)", re.MULTILINE)
+_NON_SPACE = re.compile(r"\S")
+
+
 def _cut_leading_lines(text: str, profile: Profile) -> tuple[str, bool]:
-    """Step 4: drop the lines before the first code-start line; also says whether non-blank lines were dropped."""
-    lines = text.splitlines()
-    start = 0
-    for idx, line in enumerate(lines):
-        if _is_code_start(line.strip(), profile):  # Q-GEN-2 decides which lines count (see _is_code_start)
-            start = idx
+    """Step 4: drop the lines before the first code-start line; also says whether non-blank lines were dropped.
+
+    The toolkit's loop over ``text.splitlines()`` (re-joined with "\n"), done with one pattern search so that a
+    reply of millions of lines costs C time, not a Python iteration per line."""
+    joined = "\n".join(text.splitlines())
+    pattern = _CODE_LINE_IMPROVED if profile.fixes("Q-GEN-2") else _CODE_LINE_REFERENCE  # Q-GEN-2
+    m = pattern.search(joined)
+    if m is None:
+        return joined, False
+    start = m.start()  # a line start ("^"), the first line that _is_code_start accepts
+    end = joined.find("\n", start)
+    if not _is_code_start(joined[start:end if end >= 0 else len(joined)].strip(), profile):  # never seen; exact
+        lines = joined.split("\n")  # fallback rather than a wrong cut
+        first = next((i for i, ln in enumerate(lines) if _is_code_start(ln.strip(), profile)), 0)
+        return "\n".join(lines[first:]), any(ln.strip() for ln in lines[:first])
+    return joined[start:], _NON_SPACE.search(joined, 0, start) is not None
+
+
+def strip_think_blocks(text: str) -> tuple[str, int]:
+    """``THINK_RE.subn("", text)`` in linear time.
+
+    A match starts at a ``<think`` (case-insensitive); its opening tag ends at the first ``>`` after it (whatever
+    ``(?:ing)?[^>]*`` absorbs), and the lazy ``.*?`` ends at the first ``</think>``/``</thinking>`` after that.
+    Both positions only move forward as the start moves forward, so each is searched once per advance; and when
+    no closer (or no ``>``) follows a start, none follows any later start either: the scan stops."""
+    out: list[str] = []
+    count = 0
+    pos = 0  # everything before pos is decided
+    gt = -1  # first '>' at or after the current candidate's tag name
+    close = None  # the first closer at or after (gt + 1), cached
+    while True:
+        m = _THINK_OPEN.search(text, pos)
+        if m is None:
             break
-    dropped = any(line.strip() for line in lines[:start])
-    return "\n".join(lines[start:]), dropped
+        start = m.start()
+        if gt < m.end():
+            gt = text.find(">", m.end())
+            if gt < 0:
+                break
+        if close is None or close.start() <= gt:
+            close = _THINK_CLOSE.search(text, gt + 1)
+            if close is None:
+                break
+        out.append(text[pos:start])
+        count += 1
+        pos = close.end()
+    out.append(text[pos:])
+    return "".join(out), count
 
 
-def clean_model_output(raw: str | None, language: str, profile: Profile = REFERENCE) -> CleanResult:
-    """Clean one raw reply (generation.md §4) and report what pollution was found."""
+_HEADER_KEY = re.compile(r"思考过程|推理过程|Reasoning|Thought process", re.IGNORECASE)
+
+
+def strip_header_lines(text: str, improved: bool) -> tuple[str, int]:
+    """``(HEADER_RE_IMPROVED if improved else HEADER_RE_REFERENCE).subn("", text)`` in linear time.
+
+    Every match is anchored at a header keyword ``q``: its line start ``p`` is the first line start inside the
+    whitespace run (``\\s*``, newlines included) that ends at ``q``. So the scan jumps from keyword to keyword
+    (no keyword: no match), takes the run before each from ``rstrip`` (runs before different keywords do not
+    overlap), and checks the rest of the pattern at ``q``."""
+    tail = _HEADER_TAIL_IMPROVED if improved else _HEADER_TAIL_REFERENCE
+    out: list[str] = []
+    count = 0
+    pos = 0  # everything before pos is decided (the regex resumes its scan here)
+    scan = 0  # where to look for the next keyword
+    n = len(text)
+    while scan < n:
+        k = _HEADER_KEY.search(text, scan)
+        if k is None:
+            break
+        q = k.start()
+        # The run before q starts at or after `scan` (the end of an earlier keyword: not whitespace) and a match
+        # cannot start before `pos`; so this gives max(run start, pos) from a slice no other keyword rescans.
+        lo = max(pos, scan)
+        run_start = lo + len(text[lo:q].rstrip())
+        p = None
+        if run_start == 0 or text[run_start - 1] == "\n":
+            p = run_start
+        else:
+            nl = text.find("\n", run_start, q)
+            if nl >= 0:
+                p = nl + 1
+        m = tail.match(text, q) if p is not None else None
+        if m is None:
+            scan = k.end()
+            continue
+        out.append(text[pos:p])
+        count += 1
+        pos = scan = m.end()
+    out.append(text[pos:])
+    return "".join(out), count
+
+
+# Replies longer than this are not cleaned (``empty_reason: reply_too_large``, recorded with the reply's length).
+# The toolkit has no cap; real replies are far below it (a 32k-token reply is ~130k characters), so it changes
+# no real row, while a multi-megabyte reply cannot stall the driver.
+MAX_REPLY_CHARS = 1 << 20
+
+
+def clean_model_output(raw: str | None, language: str, profile: Profile = REFERENCE,
+                       max_reply_chars: int | None = MAX_REPLY_CHARS) -> CleanResult:
+    """Clean one raw reply (generation.md §4) and report what pollution was found. Linear time in the reply's
+    length (each step; tests/generate/test_cleaning.py), and replies over ``max_reply_chars`` (None: no cap)
+    are refused before any step."""
     if language not in ("en", "zh"):
         raise ValueError(f"language must be 'en' or 'zh', got {language!r}")
+    reply_chars = len(raw or "")
 
     def empty(reason: str, pollution: FormatPollution = FormatPollution()) -> CleanResult:
-        return CleanResult("", "empty_after_cleanup", reason, pollution, False, language, profile.name)
+        return CleanResult("", "empty_after_cleanup", reason, pollution, False, language, profile.name,
+                           reply_chars, max_reply_chars)
 
+    if max_reply_chars is not None and reply_chars > max_reply_chars:
+        return empty("reply_too_large")
     # 1. strip; empty reply or busy sentinel → nothing.
     text = (raw or "").strip()
     if not text:
@@ -153,10 +273,9 @@ def clean_model_output(raw: str | None, language: str, profile: Profile = REFERE
         return empty("busy_sentinel")
 
     # 2. thinking blocks, then header lines.
-    text, think_blocks = THINK_RE.subn("", text)
-    header_re = HEADER_RE_IMPROVED if profile.fixes("Q-GEN-1") else HEADER_RE_REFERENCE  # Q-GEN-1
+    text, think_blocks = strip_think_blocks(text)
     before_header = len(text)
-    text, header_lines = header_re.subn("", text)
+    text, header_lines = strip_header_lines(text, improved=profile.fixes("Q-GEN-1"))  # Q-GEN-1
     header_removed = before_header - len(text)
 
     # 3. longest fenced block (the first of equal-length ones), else drop stray markers.
@@ -192,4 +311,5 @@ def clean_model_output(raw: str | None, language: str, profile: Profile = REFERE
     # 7. font injection: every language in reference, zh only when Q-GEN-5 is fixed.
     inject = language == "zh" if profile.fixes("Q-GEN-5") else True  # Q-GEN-5
     code = inject_font_defaults(text) if inject else text
-    return CleanResult(code, "success", None, pollution, code != text, language, profile.name)
+    return CleanResult(code, "success", None, pollution, code != text, language, profile.name, reply_chars,
+                       max_reply_chars)

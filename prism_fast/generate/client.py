@@ -16,8 +16,9 @@ One :class:`ChatClient` serves many threads: every call opens its own connection
   None) and latency are returned per call.
 
 The API key is read from the environment variable named by ``ChatEndpoint.api_key_env`` when the client is built
-and lives only in memory: it is never part of a result, a log line or an error text (server messages are
-scrubbed of it).
+(``prism-fast`` has by then moved it out of its environment, so that no child process inherits it:
+``secret_env.get_secret`` still finds it) and lives only in memory: it is never part of a result, a log line or
+an error text (server messages are scrubbed of it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import os
 import socket
 import ssl
 import time
@@ -165,7 +165,9 @@ class ChatClient:
         self.endpoint, self.retry, self.timeout_s, self._sleep = endpoint, retry, float(timeout_s), sleep
         self._key = None
         if endpoint.api_key_env:
-            key = os.environ.get(endpoint.api_key_env)
+            from prism_fast.secret_env import get_secret
+
+            key = get_secret(endpoint.api_key_env)  # os.environ, or withheld from it by `prism-fast` (secret_env.py)
             if not key:
                 raise RuntimeError(f"environment variable {endpoint.api_key_env} (model.endpoint.api_key_env) is not "
                                    "set; export the API key there")

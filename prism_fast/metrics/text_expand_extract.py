@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import string
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -148,6 +149,43 @@ def unbind_target(target: ast.expr, env: dict) -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# Work bounds. The walk runs in the driver on untrusted code: a literal ``range(10**9)`` would be unrolled item by
+# item (the toolkit takes ~45 s per million), ``f"{x:>300000000}"`` allocates 300 MB. Past these bounds the row is
+# ``parse_fail`` with an ``ExtractionBudgetExceeded`` detail instead of stalling the run; real scripts stay far
+# below them (the toolkit would spend minutes on any script that reached them).
+# --------------------------------------------------------------------------------------------------------------
+
+MAX_RANGE_ITEMS = 1_000_000  # the longest literal range materialised
+MAX_LOOP_ITEMS = 1_000_000  # loop iterations unrolled in one extraction, all loops together
+MAX_FORMAT_WIDTH = 100_000  # the widest format spec applied
+_FORMAT_WIDTH = re.compile(r"(\d+)")
+
+
+class ExtractionBudgetExceeded(Exception):
+    """The script asks the static walk for more work than any display text needs (see the bounds above)."""
+
+
+def _check_spec_width(spec: str) -> None:
+    """Width and precision of one format spec (``>300000000``, ``.300000000f``) against MAX_FORMAT_WIDTH."""
+    widest = max((int(w) for w in _FORMAT_WIDTH.findall(spec)), default=0)
+    if widest > MAX_FORMAT_WIDTH:
+        raise ExtractionBudgetExceeded(f"format width {widest} (bound {MAX_FORMAT_WIDTH})")
+
+
+def _check_template_widths(template: str) -> None:
+    """Every replacement field's spec of a ``str.format`` template (nested specs included); the literal text is
+    not a spec (a template may hold long numbers). A malformed template is left to ``format`` to reject."""
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return
+    for _literal, _name, spec, _conversion in fields:
+        if spec:
+            _check_spec_width(spec)
+            _check_template_widths(spec)
+
+
+# --------------------------------------------------------------------------------------------------------------
 # §3.4 constant evaluator
 # --------------------------------------------------------------------------------------------------------------
 
@@ -250,6 +288,7 @@ class ConstantEvaluator:
             spec = self.value(piece.format_spec, env)
             if not isinstance(spec, str):
                 return UNKNOWN
+            _check_spec_width(spec)
         try:
             return format(converters[piece.conversion](value), spec)
         except Exception:
@@ -281,9 +320,12 @@ class ConstantEvaluator:
             if any(bound is UNKNOWN for bound in bounds):
                 return UNKNOWN
             try:
-                return list(range(*bounds))
+                span = range(*bounds)
             except Exception:
                 return UNKNOWN
+            if len(span) > MAX_RANGE_ITEMS:
+                raise ExtractionBudgetExceeded(f"range of {len(span)} items (bound {MAX_RANGE_ITEMS})")
+            return list(span)
         if name == "enumerate" and node.args:
             iterable = self.value(node.args[0], env)
             if not isinstance(iterable, (list, tuple)):
@@ -307,6 +349,7 @@ class ConstantEvaluator:
             kwargs = {kw.arg: self.value(kw.value, env) for kw in node.keywords if kw.arg}
             if any(v is UNKNOWN for v in args) or any(v is UNKNOWN for v in kwargs.values()):
                 return UNKNOWN
+            _check_template_widths(template)
             try:
                 return template.format(*args, **kwargs)
             except Exception:
@@ -370,6 +413,7 @@ class StaticTextWalker:
         self.constructors = constructor_table(profile)
         self._simulate_nested = profile.fixes("Q-TEXT-6")
         self._unbind_unknown = profile.fixes("Q-TEXT-7")
+        self.loop_items = 0  # unrolled so far (MAX_LOOP_ITEMS)
 
     def extract(self) -> list[str]:
         """Module statements first (texts discarded, constants kept), then every construct in source order."""
@@ -413,6 +457,9 @@ class StaticTextWalker:
             texts = self.scan(node.iter, env, class_name, stack)
             iterable = ev.value(node.iter, env)
             if isinstance(iterable, (list, tuple)):
+                self.loop_items += len(iterable)
+                if self.loop_items > MAX_LOOP_ITEMS:
+                    raise ExtractionBudgetExceeded(f"more than {MAX_LOOP_ITEMS} loop iterations to unroll")
                 for item in iterable:
                     item_env = dict(env)
                     bind_target(node.target, item, item_env)

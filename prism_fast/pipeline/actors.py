@@ -1,17 +1,56 @@
 """Thin Ray actors around the stage cores: declare resources, load heavy things once, delegate.
 
-Actors are restartable (``max_restarts``) and their tasks retried (``max_task_retries``), so a worker that
-dies (OOM kill, node loss) costs a retry, not the run. Containment of hostile scripts is the sandbox's job
+Failure isolation (docs/security.md): Ray neither restarts these actors nor retries their calls; the driver's
+``stream_map`` replaces a dead actor with a fresh one and re-queues the one sample that was running on it, and
+a sample that killed two workers becomes an error row (``worker_killed_by_sample``). Inside an actor, every
+call is :func:`contained`: whatever it raises, ``SystemExit`` and ``KeyboardInterrupt`` included, becomes that
+sample's error row and never ends the actor. Containment of hostile scripts is the sandbox's job
 (process-group kill inside the core), not Ray's.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+
 import ray
 
 from prism_fast.profile import Profile
 
-RESTARTS = dict(max_restarts=3, max_task_retries=2)
+log = logging.getLogger(__name__)
+
+# No Ray-side restarts or retries: a restart budget shared by all samples of an actor let one hostile sample
+# exhaust it and turn the others into lost rows (pipeline/streaming.py does the replacing instead).
+RESTARTS = dict(max_restarts=0, max_task_retries=0)
+
+
+def contained(fallback):
+    """Decorate an actor method ``(self, sample_id, *args) -> row``: any exception of the call, BaseException
+    included, is logged and returned as this sample's error row ``{status, error_kind="worker_exception",
+    error_detail, **fallback(*args)}`` (``status`` from the fallback, else "error")."""
+
+    def decorate(method):
+        @functools.wraps(method)
+        def call(self, sample_id, *args):
+            try:
+                return method(self, sample_id, *args)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit/KeyboardInterrupt must not end the actor
+                detail = f"{type(exc).__name__}: {exc}"[:4000]
+                try:
+                    log.warning("%s(%s) raised %s; recorded as its error row", method.__name__, sample_id, detail,
+                                exc_info=not isinstance(exc, (SystemExit, KeyboardInterrupt)))
+                    extra = fallback(detail, *args)
+                except BaseException:  # noqa: BLE001 - the row must still come back
+                    extra = {}
+                return {"status": "error", **extra, "error_kind": "worker_exception", "error_detail": detail}
+
+        return call
+
+    return decorate
+
+
+def _render_fallback(detail: str, script: str) -> dict:
+    return {"status": "failed", "success": False, "skipped": False, "error": detail}
 
 
 @ray.remote(num_cpus=1, **RESTARTS)
@@ -36,10 +75,14 @@ class RenderActor:
             self.auditor = _Auditor(AuditConfig.from_dict(onepass), profile, audit_dir, audit_cache_dir)
         self.worker = None
         if prefork:
+            import atexit
+
             from prism_fast.execute.render import prefork_worker
 
             self.worker = prefork_worker(render_cfg)
+            atexit.register(self.close)  # a worker process told to exit (ray.shutdown) takes its manim server along
 
+    @contained(_render_fallback)
     def render(self, sample_id: str, script: str) -> dict:
         from prism_fast.execute.render import render_one
         from prism_fast.execute.taxonomy import taxonomy_fields
@@ -78,8 +121,8 @@ class RenderActor:
 
     def close(self) -> None:
         if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+            worker, self.worker = self.worker, None
+            worker.close()
 
 
 class _Auditor:
@@ -125,6 +168,8 @@ class AuditActor:
     def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None):
         self.core = _Auditor(audit_cfg, profile, work_dir, cache_dir)
 
+    @contained(lambda detail, script: {"status": "audit_failed", "audit_success": 0, "segment_count": 0,
+                                       "visual_structure_pass": 0, "visual_structure_rate": 0.0, "error_msg": detail})
     def audit(self, sample_id: str, script: str) -> dict:
         return self.core.audit(sample_id, script)
 
@@ -142,6 +187,7 @@ class VideoMetricsActor:
         self.profile, self.params_by_lang = profile, params_by_lang
         self.tau, self.decoder, self.device = tau, decoder, device
 
+    @contained(lambda detail, lang, base_row: {"render_success": base_row.get("render_success")})
     def td(self, sample_id: str, lang: str, base_row: dict) -> dict:
         from prism_fast.metrics.td import score_td_row
 

@@ -92,6 +92,9 @@ def endpoint_from_mapping(model: dict, generate: dict) -> ChatEndpoint:
         if not ep.get(key) or ep.get(key) == "???":
             raise SystemExit(f"model.endpoint.{key} is not set (model {model.get('name')!r})")
     price = ep.get("price") or {}
+    from prism_fast.secret_env import register_secret_names
+
+    register_secret_names([ep.get("api_key_env")])  # kept out of every child process, whatever its name
     return ChatEndpoint(
         base_url=str(ep["base_url"]), model_id=str(ep["model_id"]), api_key_env=ep.get("api_key_env") or None,
         max_tokens=int(ep.get("max_tokens") or generate.get("max_tokens") or 8192),

@@ -171,7 +171,11 @@ def render_config_from_mapping(r: dict, runs_root: Path):
             file_size_mb=lim.get("file_size_mb"),
             max_processes=lim.get("processes"),
             open_files=lim.get("open_files"),
+            memory_mb=int(lim["memory_gb"] * 1024) if lim.get("memory_gb") else None,
+            tmp_mb=int(lim.get("tmp_mb") or 512),
         ),
+        sandbox=str(r.get("sandbox", "auto")),
+        scratch_mb=int(lim.get("scratch_mb") or 2048),
         isolate_network=bool(r.get("network_isolation", True)),
         cache_dir=cache_dir,
         tex_cache_dir=tex_cache_dir,
@@ -314,8 +318,18 @@ def run_exec_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptIn
     run_actor_stage("exec", store, opts.model_name, opts.profile.name, jobs,
                     lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork,
                                                *_onepass_args(opts)), "render", n, progress,
-                    immediate, lambda job, exc: {"success": False, "skipped": False, "error": "render worker lost"},
+                    immediate, _exec_lost_row,
                     transform=lambda row: normalize_status(row, "exec_status", skipped_values=("skipped",)))
+
+
+def _exec_lost_row(job, exc) -> dict:
+    """Exec fields of a sample whose render never returned: its worker died under it twice (the script is taken
+    to have killed it: a failed render, final) or it was lost otherwise (retried on resume; pipeline/stages.py)."""
+    from prism_fast.pipeline.streaming import WorkerKilledBySample
+
+    if isinstance(exc, WorkerKilledBySample):
+        return {"success": False, "skipped": False, "exec_status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    return {"success": False, "skipped": False, "error": "render worker lost"}
 
 
 def _onepass_args(opts: EvalOptions) -> tuple:

@@ -39,8 +39,16 @@ class RowSink:
         self.last_flush = time.monotonic()
 
 
+# Error kinds that say nothing about the sample (its worker vanished): such rows are retried on every resume.
+RETRIED_ON_RESUME = ("worker_lost",)
+
+
 def pending_jobs(store: ResultsStore, stage: str, model: str, jobs: Iterable[Job], retry_failed: bool) -> list[Job]:
     done = store.done_keys(stage, include_failed=not retry_failed)
+    if not retry_failed and done:
+        table = store.read(stage)
+        lost = zip(*(table.column(k).to_pylist() for k in ("model", "lang", "id", "error_kind")))
+        done -= {(m, l, i) for m, l, i, kind in lost if kind in RETRIED_ON_RESUME}
     return [j for j in jobs if (model, j.lang, j.id) not in done]
 
 
@@ -59,9 +67,7 @@ def run_actor_stage(
     transform: Callable[[dict], dict] | None = None,
 ) -> int:
     """Run ``jobs`` (already filtered to pending ones) on ``n_actors`` actors; returns rows written."""
-    import ray
-
-    from prism_fast.pipeline.streaming import stream_map
+    from prism_fast.pipeline.streaming import WorkerKilledBySample, stream_map
 
     immediate = list(immediate_rows)
     sink = RowSink(store, stage)
@@ -82,25 +88,46 @@ def run_actor_stage(
             bar.update(1, failed=row.get("status") != "ok")
 
         def on_error(item, exc):
+            # worker_killed_by_sample: final (stream_map already gave it a second worker); worker_lost: retried
+            # on resume (RETRIED_ON_RESUME)
             job = by_id[item[0]]
-            row = {"status": "error", "error_kind": "worker_lost",
-                   "error_detail": f"{type(exc).__name__}: {exc}"[:4000]}
+            kind = "worker_killed_by_sample" if isinstance(exc, WorkerKilledBySample) else "worker_lost"
+            row = {"status": "error", "error_kind": kind, "error_detail": f"{type(exc).__name__}: {exc}"[:4000]}
             if lost_row is not None:
                 row.update(lost_row(job, exc))
             sink.add({**key, **row, "id": job.id, "lang": job.lang})
             bar.update(1, failed=True)
 
-        try:
-            stream_map(actors, method, ((j.id, *j.args) for j in jobs), on_result, on_error)
+        finished = False
+        try:  # stream_map swaps a dead actor for a fresh one in `actors`: the list always names the live ones
+            stream_map(actors, method, ((j.id, *j.args) for j in jobs), on_result, on_error, make_actor=make_actor)
+            finished = True
         finally:
             sink.flush()
-            closing = [a.close.remote() for a in actors if hasattr(a, "close")]
-            try:
-                ray.get(closing, timeout=30)
-            except Exception:  # an actor that cannot close cleanly is killed below anyway
-                pass
-            for a in actors:
-                ray.kill(a)
+            # interrupted: an actor's close() would queue behind its running call (up to a render timeout)
+            close_actors(actors, timeout_s=30.0 if finished else 0.0)
     sink.flush()
     bar.close()
     return len(jobs) + len(immediate)
+
+
+def close_actors(actors: Iterable[Any], timeout_s: float = 30.0) -> None:
+    """``close()`` every actor that has one (its prefork worker and that worker's children exit), each on its
+    own (a dead actor does not keep the others from closing), then kill them all (``timeout_s=0``: at once)."""
+    import ray
+
+    actors = list(actors)
+    closing = []
+    for a in actors if timeout_s > 0 else ():
+        if hasattr(a, "close"):
+            try:
+                closing.append(a.close.remote())
+            except Exception:  # noqa: BLE001 - a dead actor: killed below anyway
+                pass
+    if closing:
+        ray.wait(closing, num_returns=len(closing), timeout=timeout_s)
+    for a in actors:
+        try:
+            ray.kill(a, no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass

@@ -5,31 +5,42 @@ Decoders (the ``decoder`` name is recorded per row):
   authors' toolkit's own path and the parity default (spec README D-1).
 - ``decord``: ``VideoReader`` + batched ``get_batch`` through the torch bridge, RGB flipped to BGR. CPU
   decoding; bit-identical to OpenCV on Manim ``-ql`` videos (tests/video/test_video_decode.py proves it).
-  A GPU (NVDEC) context is used only when asked for *and* decord was built with CUDA; its frames are not
-  parity-validated, so it is recorded as ``decord-nvdec`` and refused for reference numbers by callers.
+  The PyPI decord wheels have no CUDA ("CUDA not enabled"); ``gpu_decode`` asks for decord's NVDEC context
+  anyway where a CUDA build is installed — its frames are not parity-validated, so it is recorded as
+  ``decord-nvdec`` and refused for reference numbers by callers. GPU decoding is ``nvdec``.
 - ``pyav``: PyAV ``to_ndarray(format="bgr24")``.
+- ``yuv``: PyAV decodes to Y/U/V planes on the CPU (no colour conversion), the planes (1.5 B/pixel instead of
+  3) go to ``device`` and ``prism_kernels.yuv420_to_bgr`` converts them there — bit-identical to OpenCV's
+  frames (tests/kernels/test_kernel_yuv.py: all 2^24 triples; tests/video/test_video_yuv_decode.py: renders).
+- ``nvdec``: NVDEC through PyNvVideoCodec (extra ``[gpu]``): NV12 planes decoded on the GPU, handed over by
+  DLPack and converted by the same kernel on the same device; never leaves the GPU. Choice and evidence:
+  docs/gpu.md.
+  Both YUV paths apply only to streams whose conversion the kernel reproduces (``prism_fast.video.yuv``:
+  8-bit 4:2:0, BT.601/BT.709 tags, either range); another stream is decoded with ``opencv`` instead, with a
+  warning and ``decoder_fallback`` saying why.
 - ``auto``: on a CPU device ``opencv`` (fastest per frame: TD of a ~190-frame -ql video in 0.22 s vs decord
-  0.32 s and PyAV 0.26 s, docs/bench_kernels.md); on a GPU device decord, falling back to PyAV when
-  decord cannot open the file — with a ``warnings.warn`` and ``decoder_fallback`` recording why. An explicit
-  ``decord`` never falls back: it records ``decode_error``.
+  0.32 s and PyAV 0.26 s, docs/bench_kernels.md); on a GPU device ``nvdec`` where PyNvVideoCodec loads, else
+  ``yuv`` — with a warning and ``decoder_fallback`` recording why. An explicit ``decord`` or ``nvdec`` never
+  falls back to another library: it records ``decode_error``.
 
 Container metadata (fps, ``CAP_PROP_FRAME_COUNT``) always comes from OpenCV (``probe_video``), because
 the toolkit's TD denominator uses exactly that count (td.md §2, Q-TD-1).
 
-CPU-decoded chunks are moved to a CUDA device through pinned memory with ``non_blocking=True``.
+CPU-decoded chunks (and planes) are moved to a CUDA device through pinned memory with ``non_blocking=True``.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import torch
 
-DECODERS = ("opencv", "decord", "pyav", "auto")
+DECODERS = ("opencv", "decord", "pyav", "yuv", "nvdec", "auto")
 DEFAULT_CHUNK = 64
 
 
@@ -68,6 +79,23 @@ def probe_video(path: str | Path) -> VideoProbe:
         cap.release()
 
 
+@lru_cache(maxsize=1)
+def nvdec_status() -> tuple[bool, str]:
+    """(usable, detail): whether PyNvVideoCodec imports here (it needs an NVIDIA driver with NVDEC and, in a
+    container, ``NVIDIA_DRIVER_CAPABILITIES`` including ``video``). Probed once per process."""
+    try:
+        import PyNvVideoCodec as nvc
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no GPU decoder here"
+        return False, f"PyNvVideoCodec not usable: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return True, f"PyNvVideoCodec {getattr(nvc, '__version__', '?')}"
+
+
+def _auto_decoder(device: torch.device) -> str:
+    if device.type != "cuda":
+        return "opencv"
+    return "nvdec" if nvdec_status()[0] else "yuv"
+
+
 def _to_device(chunk: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type == "cpu":
         return chunk if chunk.device.type == "cpu" else chunk.cpu()
@@ -98,9 +126,10 @@ class VideoFrames:
         self.decoder_fallback: str | None = None
         self.chunk_size = int(chunk_size)
         self.device = torch.device(device)
-        # auto: OpenCV frame by frame on a CPU device (spec D-1's choice, the toolkit's reader, and the fastest
-        # per-frame CPU decoder here: docs/bench_kernels.md), decord batches into pinned memory for a GPU
-        self.decoder = ("opencv" if self.device.type == "cpu" else "decord") if decoder == "auto" else decoder
+        # auto: OpenCV frame by frame on a CPU device; for a GPU the exact YUV path (NVDEC where it loads)
+        self.decoder = _auto_decoder(self.device) if decoder == "auto" else decoder
+        if decoder == "nvdec" and self.device.type != "cuda":
+            raise ValueError(f"decoder 'nvdec': needs a cuda device, got {self.device}")
         if gpu_decode and (decoder not in ("decord", "auto") or self.device.type != "cuda"):
             raise ValueError(f"gpu_decode: needs decoder 'decord'/'auto' and a cuda device, "
                              f"got decoder {decoder!r} on {self.device}")
@@ -112,7 +141,8 @@ class VideoFrames:
     def __iter__(self) -> Iterator[torch.Tensor]:
         self.decoded_frames = 0
         self.decode_error = None
-        source = {"decord": self._decord_chunks, "pyav": self._pyav_chunks}.get(self.decoder, self._opencv_chunks)
+        source = {"decord": self._decord_chunks, "pyav": self._pyav_chunks, "yuv": self._yuv_chunks,
+                  "nvdec": self._nvdec_chunks}.get(self.decoder, self._opencv_chunks)
         for chunk in source():
             self.decoded_frames += int(chunk.shape[0])
             yield _to_device(chunk, self.device)
@@ -125,7 +155,8 @@ class VideoFrames:
             raise ValueError("iter_frames decodes on the CPU; iterate the object for device chunks")
         self.decoded_frames = 0
         self.decode_error = None
-        source = {"decord": self._decord_frames, "pyav": self._pyav_frames}.get(self.decoder, self._opencv_frames)
+        source = {"decord": self._decord_frames, "pyav": self._pyav_frames,
+                  "yuv": self._yuv_frames}.get(self.decoder, self._opencv_frames)
         for frame in source():
             self.decoded_frames += 1
             yield frame
@@ -261,3 +292,118 @@ class VideoFrames:
                 warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=4)
                 return
             yield cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+
+    # -- exact YUV paths (prism_fast.video.yuv) -----------------------------------------------------------
+    def _fall_back_to_opencv(self, why: str) -> Iterator[torch.Tensor]:
+        """A stream the exact kernel does not cover: decode it with OpenCV, loudly and on the record."""
+        warnings.warn(f"{self.path}: {self.decoder} path not exact for this stream ({why}); decoding with OpenCV",
+                      RuntimeWarning, stacklevel=4)
+        self.decoder_fallback = f"{self.decoder}: {why}"
+        self.decoder = "opencv"
+        yield from self._opencv_chunks()
+
+    def _convert_planes(self, planes: list, coeffs) -> torch.Tensor:
+        from prism_kernels import yuv420_to_bgr
+
+        y, u, v = (_to_device(torch.from_numpy(np.stack([p[k] for p in planes])), self.device) for k in range(3))
+        return yuv420_to_bgr(y, u, v, coeffs)
+
+    def _yuv_chunks(self) -> Iterator[torch.Tensor]:
+        import av
+
+        from .yuv import frame_planes, stream_coefficients
+
+        try:
+            container = av.open(self.path)
+        except Exception as exc:  # noqa: BLE001 - recorded per row, iteration yields nothing
+            self.decode_error = f"pyav open failed: {type(exc).__name__}: {exc}"
+            return
+        planes: list = []
+        coeffs = None
+        fallback: str | None = None
+        try:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"   # frame threads: the decoded planes are the same (H.264 is exact)
+            frames = container.decode(stream)
+            while True:
+                try:
+                    frame = next(frames)
+                except StopIteration:
+                    break
+                except Exception as exc:  # noqa: BLE001 - like a failed cap.read(): stop, but record it
+                    self.decode_error = f"pyav decode stopped: {type(exc).__name__}: {exc}"
+                    warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=3)
+                    break
+                found, why = stream_coefficients(frame.format.name, frame.colorspace, frame.color_range)
+                if found is None:
+                    if self.decoded_frames == 0 and not planes:
+                        fallback = why
+                    else:   # tags changed mid-stream: never convert a frame inexactly
+                        self.decode_error = f"stream left the exact YUV path mid-stream: {why}"
+                        warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=3)
+                    break
+                if coeffs is not None and found != coeffs and planes:
+                    yield self._convert_planes(planes, coeffs)
+                    planes = []
+                coeffs = found
+                planes.append([a.copy() for a in frame_planes(frame)])
+                if len(planes) == self.chunk_size:
+                    yield self._convert_planes(planes, coeffs)
+                    planes = []
+            if planes and fallback is None:
+                yield self._convert_planes(planes, coeffs)
+        finally:
+            container.close()
+        if fallback is not None:
+            yield from self._fall_back_to_opencv(fallback)
+
+    def _yuv_frames(self) -> Iterator[np.ndarray]:
+        for chunk in self._yuv_chunks():
+            for frame in chunk:
+                yield frame.numpy()
+
+    def _nvdec_chunks(self) -> Iterator[torch.Tensor]:
+        """NVDEC: NV12 surfaces on the GPU (PyNvVideoCodec, DLPack) → the exact kernel on the same device."""
+        from prism_kernels import nv12_to_bgr
+
+        from .yuv import probe_stream_tags, split_nv12, stream_coefficients
+
+        try:
+            tags = probe_stream_tags(self.path)
+        except Exception as exc:  # noqa: BLE001 - recorded per row, iteration yields nothing
+            self.decode_error = f"pyav probe failed: {type(exc).__name__}: {exc}"
+            return
+        coeffs, why = stream_coefficients(tags.pix_fmt, tags.colorspace, tags.color_range)
+        if coeffs is None:
+            yield from self._fall_back_to_opencv(why)
+            return
+        try:
+            import PyNvVideoCodec as nvc
+
+            decoder = nvc.SimpleDecoder(self.path, gpu_id=self.device.index or 0, use_device_memory=True,
+                                        output_color_type=nvc.OutputColorType.NATIVE)
+        except Exception as exc:  # noqa: BLE001 - no NVDEC here
+            reason = f"nvdec unavailable: {type(exc).__name__}: {exc}"
+            if self.requested != "auto":
+                self.decode_error = reason
+                warnings.warn(f"{self.path}: {reason}", RuntimeWarning, stacklevel=3)
+                return
+            warnings.warn(f"{self.path}: {reason}; decoding planes with PyAV instead", RuntimeWarning, stacklevel=3)
+            self.decoder, self.decoder_fallback = "yuv", reason
+            yield from self._yuv_chunks()
+            return
+        while True:
+            try:
+                batch = decoder.get_batch_frames(self.chunk_size)
+            except Exception as exc:  # noqa: BLE001 - like a failed cap.read(): stop, but record it
+                self.decode_error = f"nvdec decode stopped: {type(exc).__name__}: {exc}"
+                warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=3)
+                return
+            if not batch:
+                return
+            # (rows, pitch) NV12 per frame; PyNvVideoCodec decodes on the default stream, torch reads after it
+            nv12 = torch.stack([torch.from_dlpack(f) for f in batch]).to(self.device)
+            if nv12.ndim == 4 and nv12.shape[-1] == 1:
+                nv12 = nv12[..., 0]
+            y, uv = split_nv12(nv12, tags.height, tags.width)
+            yield nv12_to_bgr(y, uv, coeffs)

@@ -18,6 +18,15 @@ Caching (ours, exact because OCR is deterministic on identical input):
   written by the authors' toolkit are reused. Its key is the video path string in reference (Q-PADVC-7: a
   re-render to the same path reuses the stale entries, which can change the numbers, and reference keeps
   that) and sha256(video bytes) in improved. Its index-level hits give the toolkit's ``cache_hit`` fields.
+
+Integrity (issue #13, :mod:`prism_fast.integrity`): the frame cache is shared by every run under a runs_root,
+so a poisoned entry would change every later PADVC on that frame. Each persisted entry carries
+``tag = HMAC(key, content key + polygons)`` (key: ``<runs_root>/.cache/integrity.key`` by default, see
+:func:`prism_fast.integrity.default_key_dir`); an entry without a valid tag is a miss (logged, counted in
+``FrameOcrCache.integrity_failures``, OCR'd again and overwritten). The per-video file keeps the toolkit's
+format byte for byte (spec padvc.md §4.4: caches written by the authors' toolkit are reused); given an
+``integrity_key`` it also writes a sidecar ``<file>.tag`` and, on load, ignores a file whose sidecar does
+not verify (toolkit-written caches are then not reused).
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -34,6 +42,8 @@ from typing import Any, Sequence
 
 import cv2
 import numpy as np
+
+from prism_fast import integrity
 
 log = logging.getLogger("prism_fast.ocr")
 
@@ -292,17 +302,34 @@ def make_ocr_engine(settings: OcrSettings) -> OcrEngine:
 
 class FrameOcrCache:
     """Polygons by (frame content digest, OCR signature); in memory (LRU, ``max_entries``) and, with
-    ``directory``, one small JSON file per entry so that later runs and other workers reuse it."""
+    ``directory``, one small JSON file per entry so that later runs and other workers reuse it. Persisted entries
+    are HMAC-tagged (module docstring); ``integrity_key`` defaults to the key of
+    :func:`prism_fast.integrity.default_key_dir` of ``directory``."""
 
-    def __init__(self, directory: str | Path | None = None, max_entries: int = 4096):
+    def __init__(self, directory: str | Path | None = None, max_entries: int = 4096,
+                 integrity_key: bytes | None = None):
         self.directory = Path(directory) if directory else None
         self.max_entries = int(max_entries)
         self._mem: OrderedDict[str, list] = OrderedDict()
         self._lock = threading.Lock()
+        self.key = None
+        if self.directory is not None:
+            self.key = integrity_key if integrity_key is not None else integrity.load_or_create_key(
+                integrity.default_key_dir(self.directory))
+        self._failures = integrity.FailureLog(log, "OCR frame cache")
+
+    @property
+    def integrity_failures(self) -> int:
+        """Persisted entries rejected by this object because their tag did not verify."""
+        return self._failures.count
 
     def _file(self, key: str) -> Path:
         assert self.directory is not None
         return self.directory / key[:2] / f"{key}.json"
+
+    @staticmethod
+    def _message(key: str, polys) -> bytes:
+        return integrity.message("ocr_frame", key=key, polys=polys)
 
     def get(self, key: str) -> list | None:
         with self._lock:
@@ -313,8 +340,12 @@ class FrameOcrCache:
             path = self._file(key)
             if path.is_file():
                 try:
-                    polys = json.loads(path.read_text(encoding="utf-8"))["polys"]
-                except (OSError, ValueError, KeyError):
+                    entry = json.loads(path.read_text(encoding="utf-8"))
+                    polys, tag = entry["polys"], entry.get("tag")
+                except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                    return None
+                if not isinstance(polys, list) or not integrity.verify(self.key, self._message(key, polys), tag):
+                    self._failures(key[:16], "missing tag" if tag is None else "invalid tag")
                     return None
                 self._remember(key, polys)
                 return polys
@@ -325,7 +356,10 @@ class FrameOcrCache:
         if self.directory is not None:
             path = self._file(key)
             path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(path, json.dumps({"polys": polys}, separators=(",", ":")))
+            stored = integrity.roundtrip(polys)
+            integrity.atomic_write_text(path, json.dumps(
+                {"polys": stored, "tag": integrity.tag(self.key, self._message(key, stored))},
+                separators=(",", ":")))
 
     def _remember(self, key: str, polys: list) -> None:
         with self._lock:
@@ -335,42 +369,58 @@ class FrameOcrCache:
                 self._mem.popitem(last=False)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return integrity.sha256_file(path)
 
 
 class VideoOcrCacheFile:
     """The toolkit's per-video OCR cache (§4.4): ``<stem[:80]>__<sha1("{key}::{sig}")[:16]>.json`` holding
     ``{"video_path", "frames": {"<index>": {"shape", "box_count", "polys"}}}``, compact, non-ASCII kept,
     written atomically at ``flush()`` only when something was added. ``key`` is the video path string in
-    reference (Q-PADVC-7) and the video's sha256 in improved."""
+    reference (Q-PADVC-7) and the video's sha256 in improved.
 
-    def __init__(self, directory: str | Path, video_path: str | Path, key: str, signature: str):
+    ``integrity_key`` (optional): also write ``<file>.tag`` = HMAC(key, file name + payload) and load a file only
+    when its sidecar verifies (else start empty, ``integrity_failure`` set, warning logged). Off by default, so
+    that caches written by the authors' toolkit are reused as the spec asks."""
+
+    def __init__(self, directory: str | Path, video_path: str | Path, key: str, signature: str,
+                 integrity_key: bytes | None = None):
         self.video_path = str(video_path)
         stem = Path(self.video_path).stem[:80]
         digest = hashlib.sha1(f"{key}::{signature}".encode("utf-8")).hexdigest()[:16]
         self.path = Path(directory) / f"{stem}__{digest}.json"
+        self.tag_path = self.path.with_name(self.path.name + ".tag")
+        self.key = integrity_key
+        self.integrity_failure = False
         self.payload: dict = {"video_path": self.video_path, "frames": {}}
         self.dirty = False
         if self.path.is_file():
             try:
-                loaded = json.loads(self.path.read_text(encoding="utf-8"))
-                if isinstance(loaded, dict):
+                raw = self.path.read_bytes()
+                loaded = json.loads(raw.decode("utf-8"))
+                if isinstance(loaded, dict) and self._trusted(raw):
                     loaded.setdefault("video_path", self.video_path)
                     loaded.setdefault("frames", {})
                     self.payload = loaded
             except (OSError, ValueError):
                 pass
+
+    def _message(self, raw: bytes) -> bytes:
+        return integrity.message("ocr_video", name=self.path.name, sha256=integrity.sha256_hex(raw))
+
+    def _trusted(self, raw: bytes) -> bool:
+        if self.key is None:
+            return True
+        try:
+            tag = self.tag_path.read_text(encoding="ascii").strip()
+        except (OSError, ValueError):
+            tag = None
+        if integrity.verify(self.key, self._message(raw), tag):
+            return True
+        self.integrity_failure = True
+        log.warning("OCR cache file %s failed its integrity check (%s); starting it afresh", self.path.name,
+                    "missing tag" if tag is None else "invalid tag")
+        return False
 
     def get(self, index: int) -> dict | None:
         return self.payload["frames"].get(str(int(index)))
@@ -384,7 +434,10 @@ class VideoOcrCacheFile:
         if not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path, json.dumps(self.payload, ensure_ascii=False, separators=(",", ":")))
+        raw = json.dumps(self.payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if self.key is not None:  # the tag first: a reader never sees the new file with no tag for it
+            integrity.atomic_write_text(self.tag_path, integrity.tag(self.key, self._message(raw)))
+        integrity.atomic_write_bytes(self.path, raw)
         self.dirty = False
 
 

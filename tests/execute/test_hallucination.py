@@ -69,6 +69,33 @@ def test_namespace_agrees_with_live_manim():
         assert ns.class_dir(key) == frozenset(dir(cls)), key
 
 
+def test_star_index_file_is_current():
+    """The checked-in star index (star imports from non-manim modules) equals a fresh build, made in a subprocess
+    since the build imports the listed modules: the standard library's entries when the Python minor version
+    matches, each library's when its installed version matches the recorded one."""
+    from prism_fast.execute.star_index import STAR_INDEX_PATH, STAR_MODULES, library_of, star_index_file_sha256
+
+    script = ("import json, sys\nfrom prism_fast.execute.star_index import build_star_index\n"
+              "json.dump(build_star_index(), sys.stdout, sort_keys=True)")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    fresh = json.loads(proc.stdout)
+    frozen = json.loads(STAR_INDEX_PATH.read_text(encoding="utf-8"))
+    hint = "regenerate with: python -m prism_fast.execute.star_index --write"
+    assert set(frozen["modules"]) | set(frozen["import_failures"]) == set(STAR_MODULES), hint
+    assert frozen["import_failures"] == {}, hint
+    same_python = fresh["python"].split(".")[:2] == frozen["python"].split(".")[:2]
+    compared = 0
+    for module in STAR_MODULES:
+        lib = library_of(module)
+        if (same_python if lib is None else fresh["library_versions"][lib] == frozen["library_versions"][lib]):
+            assert fresh["modules"].get(module) == frozen["modules"][module], (module, hint)
+            compared += 1
+    assert compared, "nothing comparable: the star index was built with another Python and other libraries"
+    assert len(star_index_file_sha256()) == 64
+
+
 def test_auditor_aliases_are_not_in_the_namespace():
     aliases = ["CENTER", "UP_LEFT", "UP_RIGHT", "DOWN_LEFT", "DOWN_RIGHT", "LIGHT_BLUE", "CYAN", "HGroup",
                "BulletList", "Colors"]

@@ -40,3 +40,19 @@ def test_raw_responses_are_cleaned_and_first_id_wins(tmp_path):
     assert got["PRISM-EN-000003"].clean_status == "missing"
     with pytest.raises(FileNotFoundError):
         load_inputs("predictions", TASKS, REFERENCE, tmp_path / "nope")
+
+
+def test_non_utf8_predictions_jsonl_names_the_file_and_line(tmp_path):
+    """A raw-replies JSONL with a non-UTF-8 line: a ValueError naming file, line and byte (issue #15), not a bare
+    UnicodeDecodeError; a U+2028 inside a JSON string is not a line break."""
+    import json as _json
+
+    from prism_fast.execute.inputs import _read_responses
+
+    good = tmp_path / "good.jsonl"
+    good.write_text(_json.dumps({"id": "a", "response": "x\u2028y"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert _read_responses(good)["a"]["response"] == "x\u2028y"
+    bad = tmp_path / "replies.jsonl"
+    bad.write_bytes(_json.dumps({"id": "a", "response": "ok"}).encode() + b"\n" + b'{"id": "b", "response": "\xff"}\n')
+    with pytest.raises(ValueError, match=r"replies\.jsonl:2: not valid UTF-8 at byte 25 "):
+        _read_responses(bad)

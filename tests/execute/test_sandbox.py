@@ -176,8 +176,25 @@ def test_cannot_write_protected_paths(tmp_path):
     assert r.fs_readonly and r.exit_status == 0
     assert victim.read_bytes() == b"precious"
     assert not (results / "new.txt").exists()
-    assert r.stdout.text().count("DENIED 30") == 2  # EROFS
+    # the view hides everything outside the scratch (ENOENT); the unsafe level only bind-mounts it read-only
+    assert r.stdout.text().count("DENIED 2" if r.sandbox == "namespaces" else "DENIED 30") == 2
     assert (tmp_path / "work" / "inside.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not HOST.mountns, reason="needs a mount namespace (root) to make paths read-only")
+def test_unsafe_level_still_protects_listed_paths_read_only(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    code = f"""
+        try:
+            open({str(results / 'new.txt')!r}, "w").write("x")
+            print("WROTE")
+        except OSError as exc:
+            print("DENIED", exc.errno)
+    """
+    r = run_py(tmp_path, code, readonly_paths=(str(results),), level="unsafe")
+    assert r.sandbox == "unsafe" and "view" not in r.protections and "readonly_binds" in r.protections
+    assert r.stdout.text().strip() == "DENIED 30" and not (results / "new.txt").exists()
 
 
 @pytest.mark.skipif(not HOST.netns, reason="needs a network namespace (root)")
@@ -209,7 +226,8 @@ print("ESCAPED" if rc == 0 else "DENIED %d" % ctypes.get_errno())
 @pytest.mark.skipif(not HOST.capdrop, reason="capability drop needs root")
 def test_child_loses_admin_capabilities(tmp_path):
     # Control: without the drop, root may create namespaces (so the probe can tell the difference) ...
-    assert run_py(tmp_path, UNSHARE_PROBE, drop_capabilities=False).stdout.text().strip() == "ESCAPED"
+    control = run_py(tmp_path, UNSHARE_PROBE, drop_capabilities=False, level="unsafe")
+    assert control.stdout.text().strip() == "ESCAPED"
     # ... with it, it cannot (nor remount read-only paths, set up its own network, lift hard rlimits).
     r = run_py(tmp_path, UNSHARE_PROBE)
     assert r.caps_dropped and r.stdout.text().strip() == "DENIED 1"  # EPERM

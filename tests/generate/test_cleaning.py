@@ -302,3 +302,64 @@ def test_q_gen_1_fixture_is_empty_only_under_reference():
     improved = clean(fixture["response"], "en", IMPROVED)
     assert improved.status == "success" and "class Grow(Scene):" in improved.code
     assert improved.pollution.kinds() == ["fences", "header_lines"]  # the header line itself is not prose
+
+
+# ------------------------------------------------------------------------------------ linear time (issue #15)
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from prism_fast.generate.cleaning import (  # noqa: E402
+    HEADER_RE_IMPROVED, HEADER_RE_REFERENCE, MAX_REPLY_CHARS, THINK_RE, _cut_leading_lines, _is_code_start,
+    strip_header_lines, strip_think_blocks,
+)
+
+_PIECES = ["<think>", "<THINK>", "<thinking a=1>", "</think>", "</thinking>", "<think", ">", "</think", "<Think>",
+           "Reasoning", "REASONING", "Thought process", "思考过程", "推理过程", ":", "：", "Reason", "ſ",
+           "from manim import *", "import manim", "class ", "class", "import ", "from x.y import z", "classX",
+           "```", "```python", " ", "\t", "\n", "\r\n", "\r", "x", "\u00a0", "\u2028", "\x0c", "\u3000"]
+_texts = st.lists(st.sampled_from(_PIECES), max_size=14).map("".join)
+
+
+def _cut_oracle(text, profile):
+    """The toolkit's loop, verbatim in behaviour: the oracle for the pattern-based cut."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _is_code_start(line.strip(), profile)), 0)
+    return "\n".join(lines[start:]), any(line.strip() for line in lines[:start])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_texts)
+def test_linear_steps_equal_the_toolkits_patterns(text):
+    assert strip_think_blocks(text) == THINK_RE.subn("", text)
+    assert strip_header_lines(text, improved=False) == HEADER_RE_REFERENCE.subn("", text)
+    assert strip_header_lines(text, improved=True) == HEADER_RE_IMPROVED.subn("", text)
+    for profile in (REFERENCE, IMPROVED):
+        assert _cut_leading_lines(text, profile) == _cut_oracle(text, profile)
+
+
+FIVE_MB = 5_000_000
+ADVERSARIAL = {
+    "unclosed_think": "<think>" * (FIVE_MB // 7),
+    "think_no_gt": "<think " * (FIVE_MB // 7),
+    "fences": "```" * (FIVE_MB // 3),
+    "whitespace_lines": "a" + " \n" * (FIVE_MB // 2) + "b",
+    "short_lines": "x\n" * (FIVE_MB // 2),
+    "headers": "  Reasoning\n" * (FIVE_MB // 12),
+    "class_lines": "classx\n" * (FIVE_MB // 7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_five_megabyte_adversarial_reply(name):
+    import time
+
+    reply = ADVERSARIAL[name]
+    t0 = time.perf_counter()
+    capped = clean_model_output(reply, "en")  # the default cap refuses it before any step
+    assert time.perf_counter() - t0 < 1.0
+    assert capped.empty_reason == "reply_too_large" and capped.evidence["reply_chars"] == len(reply)
+    assert capped.evidence["max_reply_chars"] == MAX_REPLY_CHARS
+    for profile in (REFERENCE, IMPROVED):  # uncapped: linear (the toolkit's patterns took minutes to hours)
+        t0 = time.perf_counter()
+        clean_model_output(reply, "en", profile, max_reply_chars=None)
+        assert time.perf_counter() - t0 < 6.0, (name, profile.name)

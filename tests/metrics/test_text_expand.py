@@ -833,3 +833,52 @@ def test_score_generation_dir(tmp_path):
     assert (gen / "info_expand_final_improved" / "summary.json").exists()
     assert improved_summary["profile"] == "improved"
     assert json.loads((out / "summary.json").read_text("utf-8"))["profile"] == "reference"  # not overwritten
+
+
+# ------------------------------------------------------------------- untrusted code in the driver (#13, #15)
+
+def _te_row(code: str, profile=REFERENCE):
+    from prism_fast.metrics.text_expand import text_expand_row
+
+    return text_expand_row("X-1", code, "Show the title", "en", profile)
+
+
+def test_terminating_recursion_is_a_parse_fail_row_the_store_accepts(tmp_path):
+    """Q-TEXT-2 reference: a recursive helper ends in RecursionError → ``parse_fail`` with the toolkit's
+    ``parse_error`` field, which the store must accept (it used to raise KeyError and stop the run)."""
+    from prism_fast.store import ResultsStore
+
+    code = ("from manim import *\ndef label(n):\n    if n <= 0:\n        return Text('x')\n    return label(n - 1)\n"
+            "class S(Scene):\n    def construct(self):\n        self.add(label(3))\n")
+    row = _te_row(code)
+    assert row["status"] == "parse_fail" and row["parse_error"].startswith("RecursionError")
+    row.update(model="m", lang="en", id="X-1")
+    ResultsStore(tmp_path).append("text_expand", [row])
+    assert ResultsStore(tmp_path).read("text_expand").to_pylist()[0]["parse_error"] == row["parse_error"]
+
+
+@pytest.mark.parametrize("body", [
+    "for i in range(1000000000):\n            self.add(Text(str(i)))",
+    "for i in range(900000):\n            for j in range(900000):\n                self.add(Text('a'))",
+    "self.add(Text(f'{1:>300000000}'))",  # format specs apply under Q-TEXT-4 improved only
+    "self.add(Text('{:.300000000f}'.format(1.0)))",
+])
+@pytest.mark.parametrize("profile", [REFERENCE, IMPROVED])
+def test_work_bombs_are_bounded_parse_fail_rows(body, profile):
+    import time
+
+    code = f"from manim import *\nclass S(Scene):\n    def construct(self):\n        {body}\n"
+    t0 = time.perf_counter()
+    row = _te_row(code, profile)
+    if "f'" in body and profile is REFERENCE:  # reference ignores the spec: nothing is allocated
+        assert row["status"] == "ok" and time.perf_counter() - t0 < 30
+        return
+    assert time.perf_counter() - t0 < 30
+    assert row["status"] == "parse_fail" and row["parse_error"].startswith("ExtractionBudgetExceeded")
+
+
+def test_long_numbers_in_template_text_are_not_widths():
+    code = ("from manim import *\nclass S(Scene):\n    def construct(self):\n"
+            "        self.add(Text('call 123456789012 or {}'.format('now')))\n")
+    row = _te_row(code)
+    assert row["status"] == "ok"

@@ -37,3 +37,22 @@ def render_scene(source: str, scene: str, workdir: Path) -> Path:
 @pytest.fixture(scope="session")
 def decode_video(tmp_path_factory) -> Path:
     return render_scene(SCENE, "DecodeClip", tmp_path_factory.mktemp("decode_render"))
+
+
+# A few of the bundled reference answers, rendered once per session (tests/video/test_video_yuv_decode.py).
+BUNDLED_RENDER_IDS = ("SAMPLE-EN-000001", "SAMPLE-ZH-000001")
+
+
+@pytest.fixture(scope="session")
+def bundled_renders(tmp_path_factory) -> dict[str, Path]:
+    import ast
+
+    from prism_fast.dataset.bundled import SAMPLES_DIR
+
+    out = {}
+    for sample_id in BUNDLED_RENDER_IDS:
+        lang = sample_id.split("-")[1].lower()
+        source = (SAMPLES_DIR / lang / f"{sample_id}.py").read_text(encoding="utf-8")
+        scene = next(n.name for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
+        out[sample_id] = render_scene(source, scene, tmp_path_factory.mktemp(f"bundled_{sample_id}"))
+    return out

@@ -39,12 +39,15 @@ def test_decoders_bit_identical_to_opencv(decode_video, decoder, chunk):
                            "decoded_frame_count": expected.shape[0], "decode_error": None}
 
 
-def test_auto_decodes_with_opencv_on_cpu_and_decord_for_a_gpu(decode_video):
+def test_auto_decodes_with_opencv_on_cpu_and_the_exact_yuv_path_for_a_gpu(decode_video):
+    from prism_fast.video.decode import nvdec_status
+
     vf = VideoFrames(decode_video, decoder="auto")
     n = sum(c.shape[0] for c in vf)
     assert vf.fields() == {"decoder": "opencv", "decoder_fallback": None, "decoded_frame_count": n,
                            "decode_error": None}
-    assert VideoFrames(decode_video, decoder="auto", device="cuda").decoder == "decord"  # nothing decoded yet
+    gpu_choice = VideoFrames(decode_video, decoder="auto", device="cuda").decoder   # nothing decoded yet
+    assert gpu_choice == ("nvdec" if nvdec_status()[0] else "yuv")
 
 
 @pytest.mark.parametrize("decoder", ["opencv", "decord", "pyav"])
@@ -67,10 +70,11 @@ def test_explicit_decord_records_error_without_fallback(tmp_path):
     assert vf.fields()["decoder"] == "decord" and vf.fields()["decode_error"].startswith("decord failed")
 
 
-def test_auto_falls_back_to_pyav_loudly(tmp_path):
+def test_decord_falls_back_to_pyav_loudly(tmp_path):
     bad = tmp_path / "not_a_video.mp4"
     bad.write_bytes(b"\x00" * 1000)
-    vf = VideoFrames(bad, decoder="auto", device="cuda")  # auto means decord for a GPU; nothing is decoded
+    vf = VideoFrames(bad, decoder="decord")
+    vf.requested = "auto"   # decord chosen by `auto` (as it was for GPUs before the exact YUV path)
     with pytest.warns(RuntimeWarning, match="falling back to PyAV"):
         chunks = list(vf)
     assert chunks == []
@@ -89,7 +93,10 @@ def test_unreadable_video(tmp_path):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match=r"expected one of \('opencv', 'decord', 'pyav', 'auto'\), got 'nvdec'"):
+    with pytest.raises(ValueError, match=r"expected one of \('opencv', 'decord', 'pyav', 'yuv', 'nvdec', 'auto'\), "
+                                         r"got 'nvdev'"):
+        VideoFrames("x.mp4", decoder="nvdev")
+    with pytest.raises(ValueError, match="decoder 'nvdec': needs a cuda device, got cpu"):
         VideoFrames("x.mp4", decoder="nvdec")
     with pytest.raises(ValueError, match="expected >= 1, got 0"):
         VideoFrames("x.mp4", chunk_size=0)

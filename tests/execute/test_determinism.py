@@ -1,0 +1,63 @@
+"""Static nondeterminism marks (prism_fast/execute/determinism.py, issue #14): pure, no Manim."""
+
+from __future__ import annotations
+
+from prism_fast.execute.determinism import (
+    KIND_CLOCK, KIND_GRAPH, KIND_NUMPY, KIND_RANDOM, determinism_fields, static_marks,
+)
+
+HEAD = "from manim import *\nimport numpy as np\nimport random\n"
+
+
+def kinds(src: str) -> list[str]:
+    return [m.kind for m in static_marks(src)]
+
+
+def test_unseeded_random_module_and_aliases():
+    assert kinds(HEAD + "x = random.randint(0, 3)\n") == [KIND_RANDOM]
+    assert kinds("import random as rnd\nx = rnd.choice([1, 2])\n") == [KIND_RANDOM]
+    assert kinds("from random import uniform as u\nx = u(0, 1)\n") == [KIND_RANDOM]
+    assert kinds(HEAD + "c = random_color()\n") == [KIND_RANDOM]           # manim's helper draws from `random`
+    assert kinds(HEAD + "random.seed(1)\nx = random.random()\nc = random_color()\n") == []
+    assert kinds("def random_color():\n    return 1\nc = random_color()\n") == []  # not manim's (no star import)
+
+
+def test_numpy_random():
+    assert kinds(HEAD + "a = np.random.rand(3)\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "np.random.seed(0)\na = np.random.rand(3)\n") == []
+    assert kinds("from numpy.random import normal\nv = normal()\n") == [KIND_NUMPY]
+    assert kinds("from numpy import random as npr\nv = npr.uniform()\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "g = np.random.default_rng()\n") == [KIND_NUMPY]  # seeded by the OS
+    assert kinds(HEAD + "g = np.random.default_rng(7)\nv = g.random()\n") == []
+
+
+def test_graph_layouts():
+    assert kinds(HEAD + "g = Graph([1, 2], [(1, 2)])\n") == [KIND_GRAPH]                   # default: spring
+    assert kinds(HEAD + "g = DiGraph([1, 2], [(1, 2)], layout='random')\n") == [KIND_GRAPH]
+    assert kinds(HEAD + "g = Graph([1, 2], [(1, 2)], layout='circular')\n") == []
+    assert kinds(HEAD + "g = Graph([1, 2], [(1, 2)], layout_config={'seed': 3})\n") == []
+    assert kinds(HEAD + "g = Graph([1, 2], [(1, 2)], layout={1: ORIGIN, 2: UP})\n") == []
+    assert kinds("import manim\ng = manim.Graph([1], [])\n") == [KIND_GRAPH]
+
+
+def test_clock_and_entropy():
+    assert kinds("import time\nt = Text(str(time.time()))\n") == [KIND_CLOCK]
+    assert kinds("from datetime import datetime\nd = datetime.now()\n") == [KIND_CLOCK]
+    assert kinds("import uuid\nu = uuid.uuid4()\n") == [KIND_CLOCK]
+
+
+def test_deterministic_script_and_unparsable_source():
+    src = HEAD + "class S(Scene):\n    def construct(self):\n        self.play(Create(Circle()))\n"
+    assert static_marks(src) == []
+    assert static_marks("class (:\n") == []
+
+
+def test_marks_carry_name_and_line_and_fields():
+    marks = static_marks(HEAD + "\n\nv = np.random.normal(size=3)\n")
+    assert [(m.kind, m.name, m.line) for m in marks] == [(KIND_NUMPY, "np.random.normal", 6)]
+    assert determinism_fields(marks) == {"determinism": "unchecked", "determinism_suspect": True,
+                                         "determinism_marks": [{"kind": KIND_NUMPY, "name": "np.random.normal",
+                                                                "line": 6}]}
+    assert determinism_fields([], "a" * 64, "a" * 64)["determinism"] == "deterministic"
+    assert determinism_fields([], "a" * 64, "b" * 64)["determinism"] == "nondeterministic"
+    assert determinism_fields([], "a" * 64, None)["determinism"] == "unchecked"

@@ -1,0 +1,162 @@
+"""No process of a run is alive 5 s after ``prism-fast`` exits (issue #13, docs/security.md): Ray's GCS, raylet,
+agents and workers, the prefork manim servers and the sandboxed children, whether the command ends normally,
+with an exception, or on SIGTERM / SIGINT in the middle of a render. Through the real CLI.
+
+The machine is shared, so "new processes" are attributed to the run two ways: a harness process that is a
+child subreaper (every process the run leaves orphaned is re-parented to it, however it detached: new session,
+PID namespace, double fork) lists its descendants; and every process, wherever it sits, whose environment
+carries a marker variable set only for the CLI (Ray's processes inherit it; the sandbox's children do not, but
+they stay in the harness's tree)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SLOW_SCRIPT = """from manim import *
+import time
+class Slow(Scene):
+    def construct(self):
+        self.add(Circle())
+        time.sleep(120)
+"""
+TINY_SCRIPT = """from manim import *
+class Tiny(Scene):
+    def construct(self):
+        self.play(FadeIn(Circle()), run_time=0.3)
+"""
+
+HARNESS = r'''
+import ctypes, json, os, signal, subprocess, sys, time
+
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+args = json.loads(sys.argv[1])
+marker = args["marker"].encode()
+
+
+def stat(pid):
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        rest = fh.read().rsplit(b")", 1)[1].split()
+    return rest[0], int(rest[1])  # state, ppid
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:200]
+    except OSError:
+        return "?"
+
+
+def alive_pids():
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                state, ppid = stat(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+            if state not in (b"Z", b"X"):
+                out[int(name)] = ppid
+    return out
+
+
+def tree():
+    procs = alive_pids()
+    children = {}
+    for pid, ppid in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = [], list(children.get(os.getpid(), ()))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def marked(before):
+    out = []
+    for pid in alive_pids():
+        if pid in before or pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if marker in fh.read():
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+before = set(alive_pids())
+env = dict(os.environ, PRISM_LEAK_MARKER=args["marker"])
+log = open(args["log"], "wb")
+proc = subprocess.Popen(args["cmd"], env=env, stdout=log, stderr=subprocess.STDOUT)
+render_seen = False
+if args["signal"]:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not render_seen:
+        render_seen = any(cmdline(p).startswith("ray::RenderActor.render") for p in tree())
+        time.sleep(0.2)
+    time.sleep(3)  # the sandboxed child is running the script now
+    proc.send_signal(getattr(signal, args["signal"]))
+try:
+    rc = proc.wait(timeout=300)
+except subprocess.TimeoutExpired:
+    rc = "timeout"
+time.sleep(5)
+left = sorted(set(tree()) | set(marked(before)))
+report = {"rc": rc, "render_seen": render_seen, "left": {p: cmdline(p) for p in left}}
+for pid in left:  # never leave them to the machine, whatever the test says
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+print(json.dumps(report))
+'''
+
+
+def _run(tmp_path: Path, script: str, *extra: str, send: str | None = None) -> dict:
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    (preds / "SAMPLE-EN-000001.py").write_text(script)
+    runs = tmp_path / "runs"
+    cli = str(Path(sys.executable).with_name("prism-fast"))
+    cmd = [cli, "model=predictions", "model.name=tiny", f"model.predictions={preds}", "lang=en", "dataset.limit=1",
+           f"runs_root={runs}", f"hydra.run.dir={runs / 'hydra'}", "cluster.num_cpus=1", "render.cache.enabled=false",
+           "audit.enabled=false", "metrics.td.enabled=false", *extra]
+    args = {"cmd": cmd, "marker": uuid.uuid4().hex, "signal": send, "log": str(tmp_path / "cli.log")}
+    out = subprocess.run([sys.executable, "-c", HARNESS, json.dumps(args)], capture_output=True, text=True,
+                         timeout=700)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report["log"] = (tmp_path / "cli.log").read_text(errors="replace")[-3000:]
+    return report
+
+
+def test_normal_exit_leaves_no_process(tmp_path):
+    report = _run(tmp_path, TINY_SCRIPT)
+    assert report["rc"] == 0, report["log"]
+    assert report["left"] == {}, report["left"]
+
+
+def test_exception_after_ray_started_leaves_no_process(tmp_path):
+    # render.workers is read (int()) after Ray is up: a ValueError in the middle of the command
+    report = _run(tmp_path, TINY_SCRIPT, "render.workers=not-a-number")
+    assert report["rc"] not in (0, "timeout") and "ValueError" in report["log"], report["log"]
+    assert report["left"] == {}, report["left"]
+
+
+@pytest.mark.parametrize("send,codes", [("SIGTERM", (143,)), ("SIGINT", (130, -2, 1))])
+def test_signal_during_a_render_leaves_no_process(tmp_path, send, codes):
+    report = _run(tmp_path, SLOW_SCRIPT, send=send)
+    assert report["render_seen"], report["log"]
+    assert report["left"] == {}, report["left"]
+    assert report["rc"] in codes, (report["rc"], report["log"])  # SIGTERM: not Ray's abort (-6)
