@@ -42,6 +42,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from prism_fast.execute.scene_select import _dotted  # noqa: E402  `a.b.c` of a Name/Attribute chain
+
 MAX_CHARS = 15_000
 MAX_SECONDS = 40.0
 ALLOWED_IMPORTS = frozenset({
@@ -85,8 +91,6 @@ SOURCES: tuple[Source, ...] = (
            note="public YouTube Manim CE project"),
     Source("shay", "ShaySha-PRa/Manim_project", "64c0f0608327fe1a4d8ed37f01fb45b7e56628ec", ("*.py",), cap=30,
            note="public Manim CE workbench: its reference and benchmark scenes"),
-    Source("prml", "tsuji-tomonori/prml-manim", "73b623405085c7d1b60dc7157a79733ed5aa203a", ("*.py",), cap=10,
-           note="public Manim CE project"),
 )
 
 
@@ -119,11 +123,8 @@ def read_text(gdir: Path, commit: str, path: str) -> str | None:
 # ---- selection rule -----------------------------------------------------------------------------------
 
 def _base_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
+    """The last component of a base/callee written as a name or dotted name ("" for anything else)."""
+    return (_dotted(node) or "").rsplit(".", 1)[-1]
 
 
 def _imports_ok(tree: ast.Module) -> bool:

@@ -2,7 +2,7 @@
 wrote (issue #14). The toolkit is the oracle.
 
     nice -n 10 .venv/bin/python bench/parity.py --scripts DIR --toolkit PATH --work DIR \
-        [--workers 2] [--limit N] [--ids A B …] [--skip-padvc] [--recheck] [--out parity.json]
+        [--workers 2] [--limit N] [--ids A B …] [--skip-padvc] [--recheck N] [--out parity.json]
 
 ``--toolkit`` is a checkout of github.com/positionprivacy/PRISM (its ``scripts/`` is copied into
 ``<work>/toolkit/code`` and run from there, so the toolkit's temp and result files never land in the checkout).
@@ -16,13 +16,14 @@ Both sides run in this venv with the same number of workers:
   ``cluster.num_cpus=<workers>``: sandboxed prefork renders, one-pass audit, TD stage), then
   ``compute_padvc_details`` on its videos with the same OCR settings (``OcrSettings(provider="cpu")``).
 
-Per script it compares Exec success, the error's last line and taxonomy type, the video sha256, every audit row
+Per script it compares Exec success, the error message (``error_message``) and taxonomy type, the video sha256, every audit row
 field and the full per-segment report, TD_raw (bit for bit) and the PADVC video pieces (events,
 frame_diff_series, per-event E_geo, the E_text series, S). It prints an agreement table and every difference
 and writes the JSON record (``--out``). Every phase resumes from ``<work>`` (both toolkits skip finished ids;
 the metric workers skip ids already written), so a long run can be continued; delete ``<work>`` to start over.
-``--recheck`` renders every script whose two videos differ a second time with the toolkit: when the toolkit's
-own two videos differ too, the difference is the script's nondeterminism, not ours.
+``--recheck N`` renders every script whose two videos differ N more times with the toolkit: when the toolkit's
+own videos differ too, or one of them equals ours byte for byte, the difference is the script's (or the
+encoder's) nondeterminism, not ours.
 """
 
 from __future__ import annotations
@@ -102,6 +103,21 @@ def last_line(text: str | None) -> str:
 def squash(text: str) -> str:
     """Whitespace- and box-drawing-insensitive form (rich wraps tracebacks at the terminal width)."""
     return re.sub(r"[\s\u2500-\u257f]+", "", text)
+
+
+_EXCEPTION_LINE = re.compile(r"^\w+(\.\w+)*(Error|Exception|Exit|Interrupt)\b")
+
+
+def error_message(text: str | None, sample_id: str) -> str:
+    """The error's message: from the last exception line (else the last non-empty line) to the end, with the
+    line wrapping undone (rich wraps a long message, e.g. a TeX log path, at the terminal width, so where it
+    breaks depends on the path's length) and every directory replaced by ``<dir>/``."""
+    lines = (text or "").splitlines()
+    start = next((i for i in range(len(lines) - 1, -1, -1) if _EXCEPTION_LINE.match(lines[i])), None)
+    if start is None:
+        start = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), len(lines))
+    msg = squash("".join(lines[start:])).replace(f"{sample_id}.py", "<script>")
+    return re.sub(r"(?:/[^/\s\"':]+)+/", "<dir>/", msg)
 
 
 def padvc_pieces(details: dict) -> dict:
@@ -375,13 +391,14 @@ def compare_one(sid: str, script: str, tk: dict, ours: dict) -> dict:
                      f"{rec['exec_ours'] if o_r else 'missing'}; ours error: {last_line(o_r.get('error'))[:200]}")
     if t_r and o_r and not rec["exec_tk"] and not rec["exec_ours"]:
         te, oe = normalize_paths(t_r.get("error"), sid), normalize_paths(o_r.get("error"), sid)
-        rec["error_last_line_agree"] = last_line(te) == last_line(oe)
+        rec["error_last_line_agree"] = error_message(t_r.get("error"), sid) == error_message(o_r.get("error"), sid)
         rec["error_text_agree"] = squash(te) == squash(oe)
         rec["error_type_tk"] = _toolkit_error_type(script, t_r.get("error"))
         rec["error_type_ours"] = o_r.get("error_type")
         rec["error_type_agree"] = rec["error_type_tk"] == rec["error_type_ours"]
         if not rec["error_last_line_agree"]:
-            diffs.append(f"error last line: toolkit {last_line(te)[:200]!r} vs ours {last_line(oe)[:200]!r}")
+            diffs.append(f"error message: toolkit {error_message(t_r.get('error'), sid)[:200]!r} vs ours "
+                         f"{error_message(o_r.get('error'), sid)[:200]!r}")
         if not rec["error_type_agree"]:
             diffs.append(f"error type: toolkit {rec['error_type_tk']} vs ours {rec['error_type_ours']}")
     t_vid, o_vid = tk.get("video_sha256"), sha256_file(o_r.get("video_path")) if rec["exec_ours"] else None
@@ -449,7 +466,7 @@ def agreement_table(recs: list[dict]) -> list[tuple[str, int, int]]:
 
     rows = [
         ("Exec success", *count(lambda r: r["exec_agree"], lambda r: True)),
-        ("Exec error, last line (both failed)", *count(lambda r: r.get("error_last_line_agree"),
+        ("Exec error message (both failed)", *count(lambda r: r.get("error_last_line_agree"),
                                                       lambda r: "error_last_line_agree" in r)),
         ("Exec error, taxonomy type (both failed)", *count(lambda r: r.get("error_type_agree"),
                                                           lambda r: "error_type_agree" in r)),
@@ -496,11 +513,14 @@ def gather_toolkit(work: Path, chosen: list[str], metrics: dict) -> dict:
     return out
 
 
-def recheck(code: Path, inp: Path, work: Path, recs: list[dict], workers: int, render_timeout: int) -> None:
-    """Render the scripts whose videos differ once more with the toolkit; record whether its own videos
-    differ between its two runs (the script is then nondeterministic)."""
+def recheck(code: Path, inp: Path, work: Path, recs: list[dict], workers: int, render_timeout: int,
+            times: int) -> None:
+    """Render every script whose two videos differ ``times`` more times with the toolkit. The toolkit's own
+    videos of a script then either all equal its first one (``toolkit_self_identical``) or not; when one of them
+    is byte-identical to ours (``ours_among_toolkit_videos``), our video is one of the toolkit's own outputs:
+    the script (or its encode) is nondeterministic, not our render."""
     diverging = [r["id"] for r in recs if r["both_rendered"] and not r["video_identical"]]
-    if not diverging:
+    if not diverging or times < 1:
         return
     rin = work / "recheck" / "input"
     if rin.exists():
@@ -508,13 +528,21 @@ def recheck(code: Path, inp: Path, work: Path, recs: list[dict], workers: int, r
     rin.mkdir(parents=True)
     for sid in diverging:
         shutil.copy(inp / f"{sid}.py", rin / f"{sid}.py")
-    run_toolkit(code, rin, work, workers, render_timeout, 0, videos=work / "recheck" / "videos",
-                results=work / "recheck" / "render_results.json", audit=False)
+    seen: dict[str, list[str]] = {sid: [] for sid in diverging}
+    for k in range(times):
+        run_dir = work / "recheck" / f"run_{k}"
+        run_toolkit(code, rin, work, workers, render_timeout, 0, videos=run_dir / "videos",
+                    results=run_dir / "render_results.json", audit=False)
+        for sid in diverging:
+            sha = sha256_file(run_dir / "videos" / f"{sid}.mp4")
+            if sha:
+                seen[sid].append(sha)
     for r in recs:
-        if r["id"] in diverging:
-            second = sha256_file(work / "recheck" / "videos" / f"{r['id']}.mp4")
-            r["toolkit_second_video"] = second
-            r["toolkit_self_identical"] = second == r["video_tk"] if second else None
+        if r["id"] in seen:
+            shas = seen[r["id"]]
+            r["toolkit_rerender_videos"] = shas
+            r["toolkit_self_identical"] = all(x == r["video_tk"] for x in shas) if shas else None
+            r["ours_among_toolkit_videos"] = r["video_ours"] in shas
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -545,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ids", nargs="*", default=None)
     ap.add_argument("--skip-padvc", action="store_true", help="no PADVC pieces (OCR is the slowest metric)")
     ap.add_argument("--skip-run", action="store_true", help="only compare what <work> already holds")
-    ap.add_argument("--recheck", action="store_true", help="re-render diverging videos with the toolkit")
+    ap.add_argument("--recheck", type=int, default=0, metavar="N",
+                    help="render every script whose videos differ N more times with the toolkit")
     ap.add_argument("--render-timeout", type=int, default=600)
     ap.add_argument("--audit-timeout", type=int, default=900)
     ap.add_argument("--out", type=Path, default=None, help="JSON record (default <work>/parity.json)")
@@ -589,8 +618,8 @@ def main(argv: list[str] | None = None) -> int:
                 "td": (ours_rows.get("td") or {}).get(sid), **{k: v for k, v in our_metrics.get(sid, {}).items()
                                                               if k in ("padvc", "padvc_error")}}
         recs.append(compare_one(sid, (inp / f"{sid}.py").read_text(encoding="utf-8"), toolkit[sid], ours))
-    if args.recheck and not args.skip_run:
-        recheck(code, inp, work, recs, args.workers, args.render_timeout)
+    if args.recheck:
+        recheck(code, inp, work, recs, args.workers, args.render_timeout, args.recheck)
 
     table = agreement_table(recs)
     print(f"\nparity: {len(recs)} scripts, {args.workers} worker(s) per side, work dir {work}\n")
@@ -604,7 +633,9 @@ def main(argv: list[str] | None = None) -> int:
             if r["nondeterminism_marks"]:
                 extra += f" [static marks: {', '.join(r['nondeterminism_marks'][:3])}]"
             if "toolkit_self_identical" in r:
-                extra += f" [toolkit vs toolkit: {'identical' if r['toolkit_self_identical'] else 'DIFFERENT'}]"
+                n = len(r["toolkit_rerender_videos"])
+                extra += (f" [toolkit re-rendered {n}x: {'always its first video' if r['toolkit_self_identical'] else 'DIFFERENT videos'}"
+                          f"{'; one of them is ours byte for byte' if r['ours_among_toolkit_videos'] else ''}]")
             print(f"- {r['id']}{extra}")
             for d in r["differences"]:
                 print(f"    {d}")

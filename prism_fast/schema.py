@@ -24,6 +24,14 @@ COMMON: list[tuple[str, pa.DataType]] = [
     ("error_detail", _S),
     ("profile", _S),
     ("written_at_ns", _I),
+    # What decided the row (pipeline/settings.py): the hash of the stage's settings (profile, quirks, render,
+    # audit thresholds, TD tau, decoder, OCR/PVD settings, environment fingerprint; the settings themselves are
+    # in the ``settings`` stage under this hash) and of the sample's own inputs (script, prompt). A resume
+    # recomputes a row whose pair differs from the run's, and the summary never uses one. Null in rows written
+    # before fingerprints existed (treated as made with unknown settings) and in generate/selfdebug rows
+    # (generate checks its stored requests itself).
+    ("settings_sha256", _S),
+    ("inputs_sha256", _S),
 ]
 
 STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
@@ -176,6 +184,13 @@ STAGE_FIELDS["td"] = [
     ("device", _S),
 ]
 
+# The settings registry: one row per distinct settings dict a stage's rows were made with (id = its
+# settings_sha256), so a changed run can name the keys that changed (pipeline/settings.py).
+STAGE_FIELDS["settings"] = [
+    ("stage", _S),
+    ("settings", _S),  # JSON {config key: value}, sorted
+]
+
 # `prism-fast generate`: one row per model call (round 1 keyed by the sample id, later self-debugging rounds by
 # "<id>#r<k>"). The raw reply is stored before any cleaning; the API key never is.
 STAGE_FIELDS["generate"] = [
@@ -262,6 +277,9 @@ STAGE_FIELDS["padvc"] = [
     ("pvd_en_backend", _S), ("prompt_sha256", _S), ("ocr_backend", _S), ("ocr_signature", _S),
     ("ocr_provider", _S), ("ocr_provider_fallback", _S), ("ocr_requests", _I), ("ocr_calls", _I),
     ("decoder", _S), ("decoder_fallback", _S), ("device", _S),
+    # text masks: scene (the render's text boxes, execute/textboxes.py) | ocr, and why not scene when it was asked
+    # for; OCR requests answered by another frame's result (ocr.reuse)
+    ("mask_source", _S), ("mask_source_detail", _S), ("ocr_reused", _I),
 ]
 
 

@@ -11,8 +11,11 @@ directory, fsync'd, then renamed into place (``os.replace`` is atomic on POSIX).
 leaves at most a hidden ``.part-*.tmp`` file, which every reader ignores (pyarrow skips ``.``/``_``-prefixed
 files) and :meth:`ResultsStore.sweep_temporaries` removes. A part file is complete or absent — never corrupt.
 
-Rows are validated against the stage's schema (:mod:`prism_fast.schema`): unknown keys raise, missing keys are
-null. When a (model, lang, id) is written more than once (a retried failure), the newest row wins on read.
+Rows are validated against the stage's schema (:mod:`prism_fast.schema`): missing keys are null; an unknown key,
+a value of the wrong type or a status outside the closed enum raises by default, and with
+``append(..., invalid="error_row")`` (what the pipeline uses: no single row may stop a run, issue #15) turns that
+row into the sample's error row instead (``error_kind="invalid_row"``, ``error_detail`` naming each bad field;
+the stage's fields are dropped, so nothing unvalidated is ever counted). When a (model, lang, id) is written more than once (a retried failure), the newest row wins on read.
 The dataset is plain hive-partitioned Parquet: ``pandas.read_parquet(path)`` and duckdb's
 ``read_parquet('rows/exec/**/*.parquet', hive_partitioning=true)`` read it directly (the tag files are hidden
 from both).
@@ -52,7 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prism_fast import integrity
-from prism_fast.schema import KEY_FIELDS, PARTITION_FIELDS, stage_schema
+from prism_fast.schema import KEY_FIELDS, PARTITION_FIELDS, STATUS_VALUES, stage_schema
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,55 @@ def _encode_cell(value, typ: pa.DataType):
     if value is not None and pa.types.is_string(typ) and isinstance(value, (dict, list, tuple)):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     return value
+
+
+def _table(schema: pa.Schema, group: list[dict], now: int) -> pa.Table:
+    columns = {}
+    for name in schema.names:
+        typ = schema.field(name).type
+        if name == "written_at_ns":
+            columns[name] = [now] * len(group)
+        else:
+            columns[name] = [_encode_cell(r.get(name), typ) for r in group]
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def row_problems(stage: str, row: dict, schema: pa.Schema | None = None, *, cells: bool = True) -> list[str]:
+    """What keeps ``row`` out of the stage's table: unknown fields, a status outside the closed enum and (with
+    ``cells``) values that do not convert to their column's type. Empty when the row is valid."""
+    schema = schema if schema is not None else stage_schema(stage)
+    problems = []
+    unknown = sorted(set(row) - set(schema.names) - set(PARTITION_FIELDS))
+    if unknown:
+        problems.append(f"unknown field(s) {unknown}")
+    if row.get("status") is not None and row.get("status") not in STATUS_VALUES:
+        problems.append(f"status {row.get('status')!r} is not one of {list(STATUS_VALUES)}")
+    if cells:
+        for name in schema.names:
+            if name == "written_at_ns" or row.get(name) is None:
+                continue
+            typ = schema.field(name).type
+            try:
+                pa.array([_encode_cell(row[name], typ)], type=typ)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                problems.append(f"field {name!r}: {type(row[name]).__name__} value {str(row[name])[:80]!r} is not "
+                                f"{typ}")
+    return problems
+
+
+def invalid_row(stage: str, row: dict, problems: list[str]) -> dict:
+    """The sample's error row for a row that failed validation: its key, profile and fingerprints (when valid),
+    ``status=error``, ``error_kind=invalid_row`` and an ``error_detail`` that names each problem and what the
+    row said about itself. The stage's own fields are dropped: nothing unvalidated is ever counted."""
+    said = ", ".join(f"{k}={row.get(k)!r}"[:300] for k in ("status", "error_kind", "error_detail") if row.get(k))
+    detail = (f"row failed validation against prism_fast/schema.py (stage {stage!r}): {'; '.join(problems)}"
+              + (f" [the row said: {said}]" if said else ""))
+    out = {k: row[k] for k in (*KEY_FIELDS, "profile", "settings_sha256", "inputs_sha256")
+           if isinstance(row.get(k), str)}
+    out.update(status="error", error_kind="invalid_row", error_detail=detail[:4000])
+    log.error("results store: %s %s/%s/%s recorded as an error row: %s", stage, out.get("model"), out.get("lang"),
+              out.get("id"), detail[:1000])
+    return out
 
 
 def tag_path(part: Path) -> Path:
@@ -114,30 +166,42 @@ class ResultsStore:
         return integrity.message(TAG_KIND, path=rel, sha256=integrity.sha256_hex(data))
 
     # -- writing -----------------------------------------------------------------------------------------
-    def append(self, stage: str, rows: Iterable[dict]) -> list[Path]:
-        """Validate and append rows; returns the part files written (one per model/lang group)."""
+    def append(self, stage: str, rows: Iterable[dict], *, invalid: str = "raise") -> list[Path]:
+        """Validate and append rows; returns the part files written (one per model/lang group).
+
+        ``invalid="raise"`` (default): a row with an unknown field, a wrongly typed value or a status outside
+        ``STATUS_VALUES`` raises (KeyError / TypeError). ``invalid="error_row"``: that row is replaced by
+        :func:`invalid_row` (the sample's error row) and the others are written as they are. A row without its
+        key fields always raises: it is nobody's row."""
+        if invalid not in ("raise", "error_row"):
+            raise ValueError(f"invalid={invalid!r}: expected 'raise' or 'error_row'")
         schema = stage_schema(stage)
         groups: dict[tuple[str, str], list[dict]] = {}
         for row in rows:
-            unknown = set(row) - set(schema.names) - set(PARTITION_FIELDS)
-            if unknown:
-                raise KeyError(f"stage {stage!r}: unknown field(s) {sorted(unknown)}; declare them in prism_fast/schema.py")
-            missing = [k for k in ("model", "lang", "id") if not row.get(k)]
+            missing = [k for k in KEY_FIELDS if not isinstance(row.get(k), str) or not row.get(k)]
             if missing:
                 raise KeyError(f"stage {stage!r}: row lacks key field(s) {missing}: {row.get('id')!r}")
+            problems = row_problems(stage, row, schema, cells=False)
+            if problems:
+                if invalid == "raise":
+                    raise KeyError(f"stage {stage!r}: {'; '.join(problems)}; declare them in prism_fast/schema.py")
+                row = invalid_row(stage, row, problems)
             groups.setdefault((row["model"], row["lang"]), []).append(row)
 
         written = []
         for (model, lang), group in groups.items():
             now = time.time_ns()
-            columns = {}
-            for name in schema.names:
-                typ = schema.field(name).type
-                if name == "written_at_ns":
-                    columns[name] = [now] * len(group)
-                else:
-                    columns[name] = [_encode_cell(r.get(name), typ) for r in group]
-            table = pa.Table.from_pydict(columns, schema=schema)
+            try:
+                table = _table(schema, group, now)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                # some value does not fit its column: find the rows (the batch as a whole is not at fault)
+                fixed = []
+                for r in group:
+                    problems = row_problems(stage, r, schema, cells=True)
+                    if problems and invalid == "raise":
+                        raise TypeError(f"stage {stage!r}, id {r.get('id')!r}: {'; '.join(problems)}") from None
+                    fixed.append(invalid_row(stage, r, problems) if problems else r)
+                table = _table(schema, fixed, now)
             written.append(self._write_atomically(stage, model, lang, table, now))
         return written
 
@@ -161,9 +225,12 @@ class ResultsStore:
         file never landed."""
         removed = []
         if self.root.exists():
-            for tmp in self.root.rglob(".part-*.tmp"):
-                tmp.unlink(missing_ok=True)
-                removed.append(tmp)
+            # ".part-*.tmp": a part file's temporary; "..part-*.tmp": its tag's (integrity.temp_name of ".part-….tag")
+            for pattern in (".part-*.tmp", "..part-*.tmp"):
+                for tmp in self.root.rglob(pattern):
+                    if tmp.exists():
+                        tmp.unlink(missing_ok=True)
+                        removed.append(tmp)
             for tag in self.root.rglob(".part-*.parquet.tag"):
                 if not tag.with_name(tag.name[1:-len(".tag")]).exists():
                     tag.unlink(missing_ok=True)

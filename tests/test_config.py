@@ -34,10 +34,11 @@ def test_overrides_compose():
     cfg = _compose("lang=zh", "dataset.limit=5", "profile=improved", "metrics.td.tau=30")
     assert list(cfg.lang.languages) == ["zh"] and list(cfg.lang.params) == ["zh"]
     assert cfg.dataset.limit == 5 and cfg.metrics.td.tau == 30
-    assert cfg.run_name == "reference-zh-improved"
+    assert cfg.run_name == "reference-sample-zh-improved"  # the dataset is part of every run name
     groups = {"dataset": "prism", "model": "fixture", "cluster": "ray"}
-    cfg = _compose(*(f"{k}={v}" for k, v in groups.items()), "dataset.path=x.jsonl")
+    cfg = _compose(*(f"{k}={v}" for k, v in groups.items()), "dataset.path=x.jsonl", "cluster.address=auto")
     assert cfg.dataset.subset.enabled is True and cfg.cluster.address == "auto" and cfg.model.kind == "responses"
+    assert cfg.run_name == "fixture-prism-all-reference"
 
 
 def test_profile_switches():
@@ -71,3 +72,82 @@ def test_cli_help_and_cfg_job():
     out = _cli("--cfg", "job", "lang=zh", "dataset.limit=5")
     assert out.returncode == 0, out.stderr
     assert "limit: 5" in out.stdout and "- zh" in out.stdout
+
+
+# -- issue #15: type-checked config, required settings, --version, per-command help, nothing in the cwd ---------
+from omegaconf import OmegaConf  # noqa: E402
+
+
+@pytest.mark.parametrize("override, key", [("dataset.limit=abc", "dataset.limit"), ("metrics.td.tau=x", "metrics.td.tau"),
+                                           ("render.timeout_s=1.5", "render.timeout_s"),
+                                           ("cluster.num_cpus=many", "cluster.num_cpus"),
+                                           ("audit.cover_min=big", "audit.cover_min"),
+                                           ("dataset.nope=1", "dataset.nope")])
+def test_values_are_type_checked_at_compose_time(override, key):
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException) as info:
+        _compose(override)
+    text = f"{info.value} {info.value.__cause__}"
+    assert key in text
+
+
+def test_schemas_follow_the_yaml_and_audit_config():
+    from dataclasses import fields
+
+    from prism_fast.audit.config import AuditConfig
+
+    cfg = _compose()  # every key of every group file is declared in its schema, or this raises
+    assert {f.name for f in fields(AuditConfig)} <= set(cfg.audit)
+    assert OmegaConf.get_type(cfg, "dataset").__name__ == "DatasetSchema"
+    assert OmegaConf.get_type(cfg, "cluster").__name__ == "ClusterSchema"
+    # dataset=prism has no default file: the path stays required (sample's null must not win the merge)
+    prism = _compose("dataset=prism")
+    assert OmegaConf.is_missing(prism.dataset, "path") and prism.dataset.subset.enabled is True
+    assert OmegaConf.is_missing(_compose("cluster=ray").cluster, "address")
+    assert _compose("cluster=local").cluster.address is None
+    help_text = _cli("--help").stdout
+    assert "schema_" not in help_text  # the schemas are not group options
+
+
+def test_version_and_per_command_help():
+    from prism_fast import __version__
+    from prism_fast.buildinfo import git_commit
+    from prism_fast.cli import COMMANDS
+
+    out = _cli("--version")
+    assert out.returncode == 0 and __version__ in out.stdout and "Hydra" not in out.stdout
+    commit = git_commit()
+    assert (commit or "commit unknown") in out.stdout
+    texts = {}
+    for command in COMMANDS:
+        out = _cli(command, "--help")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("Usage: prism-fast") and "Config groups" not in out.stdout
+        texts[command] = out.stdout
+    assert len(set(texts.values())) == len(COMMANDS)  # each command its own text
+    assert "report.runs" in texts["report"] and "fit_reference.padvc" in texts["fit-reference"]
+    assert "on_settings_change" in texts["eval"]
+
+
+def _cli_in(cwd, *args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "prism_fast.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["dataset.limit=abc"], ["dataset.limit", "could not be converted to Integer"]),
+    (["dataset=prism"], ["dataset=prism needs dataset.path", "Nothing was written"]),
+    (["dataset=prism", "dataset.path=missing.jsonl"], ["missing.jsonl: no such file"]),
+    (["cluster=ray"], ["cluster=ray needs cluster.address"]),
+    (["cluster=local", "cluster.address=auto"], ["cluster=local starts this run's own Ray instance"]),
+    (["generate", "model=local", "dataset=prism"], ["dataset=prism needs dataset.path"]),
+])
+def test_bad_settings_stop_before_anything_is_written(tmp_path, args, words):
+    out = _cli_in(tmp_path, *args, "runs_root=runs")
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    for w in words:
+        assert w in text, text
+    assert "Traceback" not in text
+    assert list(tmp_path.iterdir()) == []  # no outputs/<date>/<time>/, no runs/, no log

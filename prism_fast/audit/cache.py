@@ -31,7 +31,7 @@ from prism_fast import integrity
 
 log = logging.getLogger(__name__)
 
-CACHE_SCHEMA = "prism_fast.audit.v1"
+CACHE_SCHEMA = "prism_fast.audit.v2"  # v2: Q-SPATIAL-20 reachable-twice walk, tamper evidence
 NOT_IN_KEY = frozenset({"save_images", "pictures", "pictures_root", "geometry_device", "prefork", "one_pass"})
 CACHEABLE_ERROR_KINDS = frozenset({None, "no_segments", "scene_exception", "nonzero_exit"})
 TAG_KIND = "audit_cache"

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import asdict, dataclass
 
+from prism_fast.execute.scene_select import _dotted  # `a.b.c` of a Name/Attribute chain
+
 # manim helpers that draw from the `random` module
 RANDOM_MANIM_NAMES = frozenset({"random_color", "random_bright_color"})
 # manim graph classes: default layout "spring" = networkx spring_layout with seed None
@@ -46,17 +48,6 @@ class Mark:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class _Aliases(ast.NodeVisitor):
@@ -92,8 +83,9 @@ class _Aliases(ast.NodeVisitor):
         for a in node.names:
             local = a.asname or a.name
             if a.name == "*":
-                if mod == "manim":
+                if mod == "manim":  # manim's namespace exports numpy as `np`
                     self.star_manim = True
+                    self.numpy_mod.add("np")
                 continue
             if mod == "random":
                 self.from_random.add(local)

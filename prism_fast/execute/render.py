@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from prism_fast.execute import sandbox, texcache
+from prism_fast.execute import sandbox, texcache, textboxes
 from prism_fast.execute.cache import RenderCache, render_cache_key
 from prism_fast.execute.fingerprint import fingerprint_hash, interpreter_of
 from prism_fast.execute.scene_select import select_scene
@@ -95,6 +95,9 @@ class RenderConfig:
     # neither works; "unsafe" = run without the view (explicit opt-in; rows record `sandbox: unsafe`).
     sandbox: str = "auto"
     scratch_mb: int = 2048  # size cap of the sample's scratch directory (a tmpfs as root)
+    # Record the pixel boxes of every text mobject in every written frame (execute/textboxes.py; prefork backend
+    # only): a sidecar <id>.textboxes.json next to the video, PADVC's scene text masks. Never changes the video.
+    text_boxes: bool = True
 
 
 def render_settings(cfg: RenderConfig) -> dict:
@@ -225,6 +228,9 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
             exec_switches={q: profile.fixes(q) for q in ("Q-EXEC-1", "Q-EXEC-2")},
             env_fingerprint=row["env_fingerprint"])
         hit = cache.get(key, dest)
+        if hit is not None and hit.get("success") and _wants_text_boxes(cfg, row["backend"]) and \
+                not textboxes.cache_restore(cfg.cache_dir, key, dest):
+            hit = None  # an entry without its text boxes (older, or another backend): render again to get them
         if hit is not None:
             hit.update(file_path=row["file_path"], profile=profile.name)
             return hit
@@ -243,7 +249,11 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
                          file_path, runner)
         row["manim_executions"] = 2
     if cache is not None and (_onepass_req is None or row["success"]):  # a failed observed run is not cached
-        cache.put(key, row)
+        if cache.put(key, row) and row["success"]:
+            try:
+                textboxes.cache_store(cfg.cache_dir, key, dest)
+            except OSError as exc:
+                log.warning("render cache: text boxes of %s not stored (%s)", sample_id, exc)
         row["cache_key"] = key
     return row
 
@@ -276,11 +286,15 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
             visible_at = ((str(tex_root), seen_as),)
         env_extra = {texcache.ENV_CACHE: seen_as, texcache.ENV_LOG: str(work / texcache.LOG_NAME)}
         row["tex_cache"] = "on"
+    # text boxes (textboxes.py): only where the recorder is installed (the prefork child), so the script never
+    # sees the request; the record leaves the scratch dir through textboxes.collect after the process is gone
+    tb_plan = textboxes.plan(work, script_text) if _wants_text_boxes(cfg, row["backend"]) else None
     spec = sandbox.SandboxSpec(
         argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag, cfg.play_hashing),
         cwd=str(work),
         env=sandbox.scrub_env(os.environ, home=str(work), extra={
-            **(env_extra or {}), **(_onepass_env(work, scene, onepass_req) if onepass_req is not None else {})}),
+            **(env_extra or {}), **(_onepass_env(work, scene, onepass_req) if onepass_req is not None else {}),
+            **(tb_plan.env if tb_plan is not None else {})}),
         timeout_s=cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None,
         limits=limits,
         output_head_bytes=cfg.output_head_bytes,
@@ -347,7 +361,18 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
                    error_detail=f"{type(exc).__name__}: {exc}")
         return row
     row.update(success=True, video_path=str(dest), status="ok")
+    if res.ran_as not in (None, "prefork"):
+        tb_plan = None  # the recorder was not installed (e.g. bubblewrap): the request reached the script's process
+    try:
+        textboxes.collect(tb_plan, dest, work)
+    except OSError as exc:
+        log.warning("text boxes of %s not collected (%s)", sample_id, exc)
     return row
+
+
+def _wants_text_boxes(cfg: RenderConfig, backend: str | None) -> bool:
+    """Text boxes are recorded by the prefork child only, and not where it hands the sample to bubblewrap."""
+    return bool(cfg.text_boxes) and backend == "prefork" and sandbox.effective_level(cfg.sandbox) != "bwrap"
 
 
 def _onepass_env(work: Path, scene: str, audit_cfg: dict) -> dict:

@@ -45,11 +45,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # started as a script (the server): make the package importable, then hide it
     _ROOT = str(Path(__file__).resolve().parents[2])
     sys.path.insert(0, _ROOT)
-    from prism_fast.execute import sandbox, texcache  # noqa: E402
+    from prism_fast.execute import sandbox, texcache, textboxes  # noqa: E402
     from prism_fast.audit import onepass  # noqa: E402
     sys.path.remove(_ROOT)
 else:
-    from prism_fast.execute import sandbox, texcache
+    from prism_fast.execute import sandbox, texcache, textboxes
     from prism_fast.audit import onepass
 
 log = logging.getLogger(__name__)
@@ -120,18 +120,20 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
     try:
         for fd in close_fds:
             os.close(fd)
+        os.dup2(out_w, 1)  # first, so that a set-up failure below reaches the server through the pipe
+        os.dup2(err_w, 2)
+        os.close(out_w)
+        os.close(err_w)
         sandbox._child_setup(sandbox._ChildPlan.from_dict(job["plan"]), exec_follows=False)
         os.chdir(job["cwd"])
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        for fd in (devnull, out_w, err_w):
-            os.close(fd)
+        os.close(devnull)
         os.environ.clear()
         os.environ.update(job["env"])
         texcache.install_from_env()  # shared TeX SVG cache, when the parent asked for it (texcache.py)
         onepass.install_from_env()  # one-pass audit observers, when the parent asked (audit/onepass.py)
+        textboxes.install_from_env()  # text boxes of every written frame, when the parent asked (textboxes.py)
         sys.argv = [job["manim_bin"], *job["args"]]
         if "numpy" in sys.modules:  # a fresh interpreter seeds numpy's legacy global RNG from the OS
             sys.modules["numpy"].random.seed()

@@ -31,7 +31,7 @@ import torch
 from prism_fast.profile import REFERENCE, Profile
 from prism_fast.video.cpu_signals import make_signal_stream
 from prism_fast.video.decode import VideoFrames, probe_video
-from prism_fast.video.ocr import OcrSettings, TextMasker, fill_text_mask
+from prism_fast.video.ocr import OcrSettings, SceneTextMasker, TextMasker, fill_text_mask
 from prism_kernels import dilate, event_threshold, geo_energies, segment_events, text_energies
 
 DETAIL_VERSION = 4
@@ -77,8 +77,17 @@ class PadvcParams:
 
 
 def ocr_settings_for_profile(settings: OcrSettings, profile: Profile) -> OcrSettings:
-    """Q-PADVC-15: improved masks are detection-only (``use_rec`` off; the cache signature says rec0)."""
-    return replace(settings, use_rec=False) if profile.fixes("Q-PADVC-15") else settings
+    """Q-PADVC-15 (the mask depends on the recogniser): improved takes the text masks from the render's text boxes
+    (backend ``scene``, unless ``scene_masks: off``) and, where a video has none, from detection-only OCR
+    (``use_rec`` off; the cache signature says rec0). ``scene_masks: off`` also turns an explicit ``scene`` backend
+    back into RapidOCR."""
+    if settings.scene_masks == "off" and settings.backend == "scene":
+        settings = replace(settings, backend="rapidocr")
+    if profile.fixes("Q-PADVC-15"):
+        settings = replace(settings, use_rec=False)
+        if settings.scene_masks == "auto" and settings.backend == "rapidocr":
+            settings = replace(settings, backend="scene")
+    return settings
 
 
 class VideoDecodeError(RuntimeError):
@@ -163,6 +172,10 @@ def _endpoint_pass(path, ocr_indices, gray_indices, decoder: str, chunk_size: in
     return grays
 
 
+class _SceneMismatch(RuntimeError):
+    """The render's text-box record does not describe the decoded video (frame count or frame size)."""
+
+
 def compute_padvc_details(video_path: str | Path, pvd, masker: TextMasker, *, config: PadvcConfig = PadvcConfig(),
                           profile: Profile = REFERENCE, decoder: str = "opencv", chunk_size: int = PADVC_CHUNK,
                           device: str | torch.device = "cpu") -> dict:
@@ -170,9 +183,47 @@ def compute_padvc_details(video_path: str | Path, pvd, masker: TextMasker, *, co
 
     ``pvd``: a ``PvdResult`` (or any object with ``pvd_raw``). Raises ``VideoDecodeError`` when no frame
     decodes (missing file included); callers turn that into the profile's row.
+
+    Text masks: from ``masker`` (OCR), or, when its settings select the ``scene`` backend, from the text boxes the
+    render recorded next to the video (``prism_fast.execute.textboxes``); a video without a usable record falls
+    back to ``masker``'s OCR. ``_mask_source`` (scene | ocr) and ``_mask_source_detail`` (why not scene) say
+    which.
     """
-    cfg = config
     path = str(video_path)
+    detail = None
+    if getattr(masker, "settings", None) is not None and masker.settings.backend == "scene" and \
+            not isinstance(masker, SceneTextMasker):
+        from prism_fast.execute.textboxes import load_sidecar
+
+        boxes, detail = load_sidecar(path) if Path(path).exists() else (None, "scene_masks_missing: no video")
+        if boxes is not None:
+            try:
+                out = _details(path, pvd, SceneTextMasker(boxes, masker.settings), config, profile, decoder,
+                               chunk_size, device, scene=boxes)
+                out.update(_mask_source="scene", _mask_source_detail=None)
+                return out
+            except _SceneMismatch as exc:
+                detail = f"scene_masks_mismatch: {exc}"
+    if isinstance(masker, TextMasker) and masker.settings.reuse == "text" and Path(path).exists():
+        # OCR reuse keyed on the render's text boxes (video/ocr.py "OCR reuse"); without a usable record the
+        # reuse rule falls back to whole-frame comparisons
+        from prism_fast.execute.textboxes import load_sidecar
+
+        masker.scene = load_sidecar(path)[0]
+        if masker.scene is not None:
+            try:
+                out = _details(path, pvd, masker, config, profile, decoder, chunk_size, device, scene=masker.scene)
+                out.update(_mask_source="ocr", _mask_source_detail=detail)
+                return out
+            except _SceneMismatch:
+                masker = TextMasker(masker.engine, masker.settings, masker.frame_cache, masker.video_cache)
+    out = _details(path, pvd, masker, config, profile, decoder, chunk_size, device)
+    out.update(_mask_source="ocr", _mask_source_detail=detail)
+    return out
+
+
+def _details(path: str, pvd, masker, cfg: PadvcConfig, profile: Profile, decoder: str, chunk_size: int, device,
+             scene=None) -> dict:
     if not Path(path).exists():
         raise VideoDecodeError(f"video file missing: {path}")
     probe = probe_video(path)
@@ -180,6 +231,10 @@ def compute_padvc_details(video_path: str | Path, pvd, masker: TextMasker, *, co
     n = totals.frame_count
     if n == 0:
         raise VideoDecodeError(frames.decode_error or "no frame could be decoded")
+    if scene is not None and (scene.frames != n or (scene.pixel_height, scene.pixel_width) !=
+                              (totals.height, totals.width)):
+        raise _SceneMismatch(f"the record has {scene.frames} frames of {scene.pixel_width}x{scene.pixel_height}, "
+                             f"the video {n} of {totals.width}x{totals.height}")
     fps = probe.fps
     dev = torch.device(device)
 
@@ -274,7 +329,7 @@ def compute_padvc_details(video_path: str | Path, pvd, masker: TextMasker, *, co
         "ocr_cache_hits": rec_hits, "ocr_cache_misses": rec_total - rec_hits,
         "ocr_cache_path": str(masker.video_cache.path) if masker.video_cache is not None else None,
         # ours (not in the toolkit's payload): what OCR really cost, and how the frames were decoded
-        "_ocr_requests": rec_total, "_ocr_calls": masker.stats.ocr_calls,
+        "_ocr_requests": rec_total, "_ocr_calls": masker.stats.ocr_calls, "_ocr_reused": masker.stats.reused,
         "_decoder": frames.decoder, "_decoder_fallback": frames.decoder_fallback,
     }
     return out
@@ -323,6 +378,13 @@ def finish_ok_row(base: dict, details: dict, params: PadvcParams, *, profile: Pr
     row["params_source"] = params.source
     if profile.fixes("Q-PADVC-16"):
         row["u_padvc_center"] = float(center * passed)
+    # ours: where the text masks came from (scene: the render's text boxes; ocr: OCR, with why not scene) and
+    # how many OCR requests were answered by reusing another frame's result (OcrSettings.reuse)
+    if "_mask_source" in details:
+        row["mask_source"] = details["_mask_source"]
+        row["mask_source_detail"] = details.get("_mask_source_detail")
+    if "_ocr_reused" in details:
+        row["ocr_reused"] = details["_ocr_reused"]
     return row
 
 

@@ -53,6 +53,15 @@ def _render_fallback(detail: str, script: str) -> dict:
     return {"status": "failed", "success": False, "skipped": False, "error": detail}
 
 
+def _audit_fallback(detail: str, script: str) -> dict:
+    return {"status": "audit_failed", "audit_success": 0, "segment_count": 0, "visual_structure_pass": 0,
+            "visual_structure_rate": 0.0, "error_msg": detail}
+
+
+def _td_fallback(detail: str, lang: str, base_row: dict) -> dict:
+    return {"render_success": base_row.get("render_success")}
+
+
 @ray.remote(num_cpus=1, **RESTARTS)
 class RenderActor:
     """One per CPU: renders a script in the sandbox and returns the Exec row (with its error taxonomy).
@@ -168,8 +177,7 @@ class AuditActor:
     def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None):
         self.core = _Auditor(audit_cfg, profile, work_dir, cache_dir)
 
-    @contained(lambda detail, script: {"status": "audit_failed", "audit_success": 0, "segment_count": 0,
-                                       "visual_structure_pass": 0, "visual_structure_rate": 0.0, "error_msg": detail})
+    @contained(_audit_fallback)
     def audit(self, sample_id: str, script: str) -> dict:
         return self.core.audit(sample_id, script)
 
@@ -187,7 +195,7 @@ class VideoMetricsActor:
         self.profile, self.params_by_lang = profile, params_by_lang
         self.tau, self.decoder, self.device = tau, decoder, device
 
-    @contained(lambda detail, lang, base_row: {"render_success": base_row.get("render_success")})
+    @contained(_td_fallback)
     def td(self, sample_id: str, lang: str, base_row: dict) -> dict:
         from prism_fast.metrics.td import score_td_row
 

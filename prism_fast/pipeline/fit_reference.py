@@ -53,6 +53,22 @@ def padvc_reference_record(task, video_path: str | None, worker, pvd_calc, profi
     return rec
 
 
+def fit_preflight_videos(tasks, exec_rows: dict, run_dir: Path, model: str) -> set[str]:
+    """Ids of the selected tasks whose reference video exists; stops with the fix when there is none."""
+    have = {t.id for t in tasks
+            if (p := (exec_rows.get((t.language, t.id)) or {}).get("video_path")) and Path(p).is_file()}
+    if not have:
+        with_rows = sum(1 for t in tasks if (t.language, t.id) in exec_rows)
+        raise SystemExit(f"fit-reference: none of the {len(tasks)} selected task(s) has a rendered video in {run_dir} "
+                         f"(model {model}: {with_rows} exec row(s) for them). Run `prism-fast eval model={model}` "
+                         "with the same dataset/lang settings first, or point fit_reference.run at that run.")
+    missing = len(tasks) - len(have)
+    if missing:
+        log.warning("fit-reference: %d of %d selected task(s) have no video in %s; they are error records of the fit",
+                    missing, len(tasks), run_dir)
+    return have
+
+
 def fit_reference_from_config(cfg) -> dict:
     from omegaconf import OmegaConf
 
@@ -66,26 +82,51 @@ def fit_reference_from_config(cfg) -> dict:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     opts = options_from_config(cfg)
     fr = cfg.get("fit_reference") or {}
-    run_dir = Path(fr.get("run") or opts.run_dir)
+    run_dir = Path(fr.get("run") or opts.run_dir).absolute()
     if not (run_dir / "rows").is_dir():
         raise SystemExit(f"fit-reference: {run_dir} is not a run directory (run `prism-fast eval model=reference` "
-                         "first, or set fit_reference.run=...)")
+                         "with the same dataset/lang settings first, or set fit_reference.run=<run dir>)")
     out_dir = Path(fr.get("out") or (run_dir / "fit_reference"))
-    out_dir.mkdir(parents=True, exist_ok=True)
     profile = opts.profile
     store = ResultsStore(run_dir)
     exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
     tasks = select_run_tasks(opts, run_dir)
     do_padvc = bool(fr.get("padvc", True))
     do_td = bool(fr.get("td", True))
+    if not (do_padvc or do_td):
+        raise SystemExit("fit-reference: nothing to fit (fit_reference.padvc=false and fit_reference.td=false)")
+    videos = fit_preflight_videos(tasks, exec_rows, run_dir, opts.model_name)
 
+    # What PADVC needs, checked before anything is fitted or written (it used to fail only at the end with
+    # "PADVC fit: no usable rows (0 ok of 2)", the cause inside a JSONL file): the OCR engine and the PVD
+    # embedding models for the prompts of the tasks that have a video.
     s = padvc_settings(opts)
     worker = pvd_calc = None
     if do_padvc:
-        worker = PadvcWorker(s, profile, s.get("ocr_cache_dir") or str(run_dir / "ocr_cache"),
-                             frame_cache_dir(s, opts),
-                             "opencv", opts.metrics_device)
+        from prism_fast.pipeline.padvc_stage import pvd_preflight
+
+        try:
+            worker = PadvcWorker(s, profile, str(Path(s.get("ocr_cache_dir") or (run_dir / "ocr_cache")).absolute()),
+                                 frame_cache_dir(s, opts), "opencv", opts.metrics_device)
+        except Exception as exc:  # noqa: BLE001 - re-raised as the message a user can act on
+            raise SystemExit(f"fit-reference: PADVC's OCR engine ({s.get('ocr_backend', 'rapidocr')}) did not start: "
+                             f"{type(exc).__name__}: {exc}\nFix the metrics.padvc.ocr* settings (`prism-fast doctor` "
+                             "shows what this machine has), or fit TD only: fit_reference.padvc=false.") from None
         pvd_calc = PvdCalculator(pvd_config(s, opts.metrics_device), profile=profile)
+        langs = sorted({t.language for t in tasks if t.id in videos})
+        pvd_preflight(pvd_calc, langs, command="fit-reference")
+        for t in tasks:  # every prompt once, now (cached): a prompt PVD cannot score is named before the fit
+            if t.id in videos:
+                try:
+                    pvd_calc.compute(t.instruction)
+                except Exception as exc:  # noqa: BLE001
+                    raise SystemExit(f"fit-reference: PVD failed on the prompt of {t.id}: {type(exc).__name__}: "
+                                     f"{exc}\nFit TD only with fit_reference.padvc=false, or drop the task "
+                                     "(dataset.ids=...).") from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    from prism_fast.pipeline.lifecycle import record_invocation
+
+    record_invocation(run_dir, opts.config_snapshot)
 
     paper = OmegaConf.to_container(cfg.lang.params, resolve=True)
     fitted: dict = {}

@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import statistics
 import threading
@@ -73,6 +74,7 @@ class GenerateOptions:
     retry_failed: bool = False
     flush_rows: int = 16
     config_snapshot: dict = field(default_factory=dict)
+    eval_overrides: list[str] = field(default_factory=list)  # this invocation's overrides that `eval` needs too
 
 
 def effective_timeout(opts: GenerateOptions) -> float:
@@ -128,7 +130,36 @@ def generate_options_from_config(cfg) -> GenerateOptions:
         selfdebug=SelfDebugSettings(workers=int(workers), error_tail_chars=int(sd.get("error_tail_chars", 2000)),
                                     max_findings=int(sd.get("max_findings", 20))),
         retry_failed=base.retry_failed, flush_rows=int(g.get("flush_rows", 16)), config_snapshot=snapshot,
+        eval_overrides=eval_overrides(base.model_name),
     )
+
+
+def _generate_only(override: str) -> bool:
+    key = override.split("=", 1)[0].lstrip("+~")
+    return key in ("command", "retry_failed", "generate") or key.startswith(("generate.", "hydra."))
+
+
+def eval_overrides(model_name: str) -> list[str]:
+    """The overrides of this ``generate`` call that its ``eval`` needs too (dataset, lang, runs_root, run_name,
+    profile, model.*: they decide the run directory and the tasks), without the generation-only ones. The
+    printed next step used to be ``prism-fast eval model=<name>`` alone, which evaluated another dataset in
+    another run directory."""
+    overrides: list[str] = []
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            overrides = [str(o) for o in HydraConfig.get().overrides.task]
+    except Exception:  # noqa: BLE001 - library use: no Hydra, no overrides
+        overrides = []
+    keep = [o for o in overrides if not _generate_only(o)]
+    if not any(o.split("=", 1)[0].lstrip("+~") == "model" for o in keep):
+        keep.insert(0, f"model={model_name}")
+    return keep
+
+
+def eval_command(opts: "GenerateOptions") -> str:
+    return " ".join(["prism-fast", "eval", *(shlex.quote(o) for o in opts.eval_overrides)])
 
 
 def generate_from_config(cfg) -> dict:
@@ -249,6 +280,8 @@ class _TaskRunner:
         self.opts, self.client, self.gen_sink, self.sd_sink = opts, client, gen_sink, sd_sink
         self.gen_rows, self.sd_rows, self.render_slots, self.timeout_s = gen_rows, sd_rows, render_slots, timeout_s
         self.requests = 0
+        self.answered = 0  # requests of this run that got a reply (the model's content, usable or not)
+        self.call_failures: dict[str, int] = {}  # error kind -> requests of this run that got no reply
         self._lock = threading.Lock()
 
     def _reuse(self, row: dict | None) -> bool:
@@ -265,9 +298,14 @@ class _TaskRunner:
             if not self._reuse(row):
                 started = _now()
                 call = self.client.complete(messages, label=f"{task.id} round {round_no}")
+                row = _generation_row(opts, task, round_no, prompt, messages, call, started, self.timeout_s)
                 with self._lock:
                     self.requests += 1
-                row = _generation_row(opts, task, round_no, prompt, messages, call, started, self.timeout_s)
+                    if _is_call_failure(row):
+                        kind = str(row.get("error_kind"))
+                        self.call_failures[kind] = self.call_failures.get(kind, 0) + 1
+                    else:
+                        self.answered += 1
                 self.gen_sink.add(row)
                 self.sd_rows.pop((task.language, task.id, round_no), None)  # a new reply invalidates its outcome
             if opts.rounds == 1:
@@ -462,9 +500,7 @@ def run_generate(opts: GenerateOptions) -> dict:
     t_start = time.perf_counter()
     run_dir = Path(opts.run_dir)
     out_dir = gen_dir(run_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     store = ResultsStore(run_dir)
-    store.sweep_temporaries()
     tasks = select_run_tasks(opts, run_dir)
     if not tasks:
         raise SystemExit("no tasks selected (check dataset.ids / lang / dataset.limit)")
@@ -484,6 +520,11 @@ def run_generate(opts: GenerateOptions) -> dict:
         raise SystemExit(str(exc)) from None
     gen_rows = {(r["lang"], r["sample_id"], r["round"]): r for r in _model_rows(store, "generate", opts.model_name)}
     _check_stored_requests(opts, tasks, gen_rows)  # before the manifest: a refused run changes nothing
+    from prism_fast.pipeline.lifecycle import record_invocation
+
+    record_invocation(run_dir, opts.config_snapshot)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store.sweep_temporaries()
     _write_manifest(opts, out_dir, len(tasks), timeout_s)
 
     sd_rows = {(r["lang"], r["sample_id"], r["round"]): r for r in _model_rows(store, "selfdebug", opts.model_name)}
@@ -541,6 +582,10 @@ def run_generate(opts: GenerateOptions) -> dict:
     summary = summarize_generation(rows, opts.model_name, runner.requests, time.perf_counter() - t_start)
     summary["responses"] = {k: str(v) for k, v in paths.items()}
     summary["task_errors"] = sorted(task_errors)
+    summary["answered_this_run"] = runner.answered
+    summary["call_failures_this_run"] = dict(sorted(runner.call_failures.items()))
+    summary["endpoint_never_answered"] = runner.requests > 0 and runner.answered == 0
+    summary["eval_command"] = eval_command(opts)
     if opts.rounds > 1:
         sd = [r for r in _model_rows(store, "selfdebug", opts.model_name) if (r["lang"], sample_of(r)) in task_keys]
         curve = exec_spatial_at_k(sd, opts.rounds)
@@ -553,5 +598,18 @@ def run_generate(opts: GenerateOptions) -> dict:
     if opts.rounds > 1:
         print("\nself-debugging (share of tasks passing within k rounds):")
         print(format_at_k(curve))
-    print(f"\npredictions: {paths['responses']}\nevaluate with: prism-fast eval model={opts.model_name}")
+    print(f"\npredictions: {paths['responses']}")
+    failures = sum(runner.call_failures.values())
+    kinds = ", ".join(f"{k}={v}" for k, v in sorted(runner.call_failures.items()))
+    if summary["endpoint_never_answered"]:
+        last = next((r.get("provider_error") for r in rows if _is_call_failure(r)), None)
+        print(f"\ngenerate FAILED: the endpoint never answered. All {failures} request(s) of this run failed "
+              f"({kinds}) at {opts.endpoint.base_url} (model_id {opts.endpoint.model_id}); e.g. {last}\n"
+              "Check that the server is up and model.endpoint.base_url / model_id / api_key_env are right, then "
+              "re-run the same command with retry_failed=true (the failed calls are stored as error rows).")
+        raise SystemExit(1)
+    if failures:
+        print(f"\n{failures} of {runner.requests} request(s) of this run failed ({kinds}); they are stored as error "
+              "rows and `eval` scores them as failures. Re-run with retry_failed=true to request them again.")
+    print(f"evaluate with: {eval_command(opts)}")
     return summary

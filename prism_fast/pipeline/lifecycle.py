@@ -179,3 +179,52 @@ def driver_process() -> Iterator[None]:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+# -- the invocation's record in its run directory --------------------------------------------------------------
+LOG_NAME = "prism-fast.log"
+_run_log: logging.FileHandler | None = None
+_LOG_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"
+
+
+def record_invocation(run_dir, cfg=None) -> None:
+    """Write this invocation's Hydra record into ``run_dir`` — ``.hydra/config.yaml`` (the composed config),
+    ``overrides.yaml``, ``hydra.yaml`` — and send the log to ``run_dir/prism-fast.log`` (appended; one file per
+    run directory, however many invocations resume it).
+
+    Hydra writes nothing itself (``hydra.run.dir: .``, ``output_subdir: null``): it would have to do so before
+    the command checks its settings, leaving ``outputs/<date>/<time>/`` with an empty log behind every refused
+    run. Commands call this once their settings passed (eval: after the resume check), so a refused run writes
+    nothing. Outside Hydra (library use, tests) only the log file is set up."""
+    from pathlib import Path
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from omegaconf import OmegaConf
+
+        if HydraConfig.initialized():
+            hc = HydraConfig.get()
+            out = run_dir / ".hydra"
+            out.mkdir(exist_ok=True)
+            if cfg is not None:
+                OmegaConf.save(cfg if OmegaConf.is_config(cfg) else OmegaConf.create(cfg), out / "config.yaml")
+            OmegaConf.save(hc.overrides.task, out / "overrides.yaml")
+            OmegaConf.save(OmegaConf.create({"hydra": hc}), out / "hydra.yaml")
+    except Exception:  # noqa: BLE001 - the record is documentation; the run goes on without it
+        log.warning("could not write the Hydra record into %s", run_dir, exc_info=True)
+    global _run_log
+    path = str((run_dir / LOG_NAME).absolute())
+    root = logging.getLogger()
+    if _run_log is not None:  # one run directory at a time (a multirun's jobs run one after the other in-process)
+        if _run_log.baseFilename == path and _run_log in root.handlers:
+            return
+        root.removeHandler(_run_log)
+        _run_log.close()
+    _run_log = logging.FileHandler(path, encoding="utf-8")
+    _run_log.setFormatter(logging.Formatter(_LOG_FORMAT))
+    _run_log.setLevel(logging.INFO)
+    root.addHandler(_run_log)
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)

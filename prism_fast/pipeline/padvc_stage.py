@@ -30,7 +30,7 @@ def frame_cache_dir(s: dict, opts) -> str:
     """``metrics.padvc.frame_cache_dir``, else ``<runs_root>/.cache/ocr_frames`` (beside the render and audit
     caches, so every run and every multirun job under one runs_root shares it)."""
     if s.get("frame_cache_dir"):
-        return str(s["frame_cache_dir"])
+        return str(Path(s["frame_cache_dir"]).absolute())
     runs_root = opts.config_snapshot.get("runs_root") or Path(opts.run_dir).parent
     return str((Path(runs_root) / ".cache" / "ocr_frames").resolve())
 
@@ -62,6 +62,33 @@ def padvc_params_by_lang(opts) -> dict[str, PadvcParams]:
     params = ((opts.config_snapshot.get("lang") or {}).get("params")) or {}
     return {lang: PadvcParams(float(p["padvc"]["mu"]), float(p["padvc"]["sigma"]), float(p["padvc"].get("eps", 1e-8)),
                               str(p.get("source", "paper"))) for lang, p in params.items()}
+
+
+# Prompts that make PVD load every embedding model a language's prompts can need (words outside the lexicons):
+# English prompts reach only the EN model; Chinese prompts the ZH model and, for Latin words, the EN model.
+_PREFLIGHT_PROMPTS = {"en": "Make the hexagon wobble gently beside a lighthouse.",
+                      "zh": "让六边形在灯塔旁轻轻摇晃, then wobble the hexagon."}
+
+
+def pvd_preflight(calc, languages, command: str = "eval") -> None:
+    """Load what PVD needs for these languages before any PADVC work: a missing embedding model (or
+    sentence-transformers) is a setting to fix, named here with the fix, not one error row per sample."""
+    for lang in languages:
+        prompt = _PREFLIGHT_PROMPTS.get(lang)
+        if prompt is None:
+            continue
+        try:
+            calc.compute(prompt)
+        except Exception as exc:  # noqa: BLE001 - re-raised as the message a user can act on
+            raise SystemExit(
+                f"{command}: PADVC needs the PVD embedding model(s) for {lang!r}, which did not load offline: "
+                f"{type(exc).__name__}: {exc}\nFix: put the models in local folders and set "
+                "metrics.padvc.models.zh=/path/to/text2vec-base-chinese metrics.padvc.models.en=/path/to/"
+                "paraphrase-multilingual-MiniLM-L12-v2 (or env PADVC_ZH_MODEL / PADVC_EN_MODEL, or PADVC_HF_CACHE / "
+                "metrics.padvc.models.hf_cache = a Hugging Face hub cache holding them; `pip install -e .[embeddings]` "
+                "for sentence-transformers). `prism-fast doctor` shows what this machine finds. "
+                + ("Or fit TD only: fit_reference.padvc=false." if command == "fit-reference"
+                   else "Or run without PADVC: metrics.padvc.enabled=false.")) from None
 
 
 class PadvcWorker:
@@ -144,7 +171,11 @@ class PadvcActor:
         return self.worker.score(base, pvd_fields, self.params_by_lang[lang])
 
 
-def run_padvc_stage(opts, store, tasks, inputs, progress) -> None:
+def padvc_lost_row(job, exc) -> dict:
+    return {"padvc_status": "worker_lost", **job.args[1], "error": f"{type(exc).__name__}: {exc}"[:4000]}
+
+
+def run_padvc_stage(opts, store, tasks, inputs, progress, fps=None) -> None:
     """Gate every task (§2.3), compute PVD once per distinct prompt, score the rest on ``PadvcActor``s."""
     from prism_fast.metrics.padvc import base_fields, error_row, gate_error
     from prism_fast.metrics.pvd import PvdCalculator
@@ -158,7 +189,7 @@ def run_padvc_stage(opts, store, tasks, inputs, progress) -> None:
     exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
     audit_rows = {(r["lang"], r["id"]): r for r in store.read("audit").to_pylist() if r["model"] == opts.model_name}
     jobs = pending_jobs(store, "padvc", opts.model_name, (Job(i.language, i.id, ()) for i in inputs),
-                        opts.retry_failed)
+                        opts.retry_failed, fps.expected("padvc") if fps is not None else None)
     immediate, work = [], []
     pvd_calc = None
     for job in jobs:
@@ -176,10 +207,17 @@ def run_padvc_stage(opts, store, tasks, inputs, progress) -> None:
             continue
         if pvd_calc is None:
             pvd_calc = PvdCalculator(pvd_config(s, opts.metrics_device), profile=profile)
-        pvd = pvd_calc.compute(task.instruction)   # cached by prompt hash: once per prompt
+            pvd_preflight(pvd_calc, sorted({i.language for i in inputs}))
+        try:
+            pvd = pvd_calc.compute(task.instruction)   # cached by prompt hash: once per prompt
+        except Exception as exc:  # noqa: BLE001 - the models loaded (preflight): this prompt's own error row
+            row = error_row(base, f"{type(exc).__name__}: {exc}", profile=profile)
+            row.update(lang=job.lang, error_kind="pvd_failed", error_detail=f"{type(exc).__name__}: {exc}"[:4000])
+            immediate.append(normalize_status(row, "padvc_status"))
+            continue
         work.append(Job(job.lang, job.id, (job.lang, base, pvd.fields())))
     run_dir = Path(opts.run_dir)
-    ocr_cache_dir = s.get("ocr_cache_dir") or str(run_dir / "ocr_cache")
+    ocr_cache_dir = str(Path(s.get("ocr_cache_dir") or (run_dir / "ocr_cache")).absolute())
     frames_dir = frame_cache_dir(s, opts)
     gpus = ray.cluster_resources().get("GPU", 0)
     n = int(s.get("workers") or ray.cluster_resources().get("CPU", 1))
@@ -192,6 +230,6 @@ def run_padvc_stage(opts, store, tasks, inputs, progress) -> None:
 
     run_actor_stage("padvc", store, opts.model_name, profile.name, work, make, "padvc", n, progress,
                     immediate_rows=immediate,
-                    lost_row=lambda job, exc: {"padvc_status": "worker_lost", **job.args[1],
-                                               "error": f"{type(exc).__name__}: {exc}"[:4000]},
-                    transform=lambda row: normalize_status(row, "padvc_status"))
+                    lost_row=padvc_lost_row,
+                    transform=lambda row: normalize_status(row, "padvc_status"),
+                    tag=(lambda lang, sid: fps.tag("padvc", lang, sid)) if fps is not None else None)

@@ -34,7 +34,8 @@ class RowSink:
 
     def flush(self) -> None:
         if self.buf:
-            self.store.append(self.stage, self.buf)
+            # no single row may stop a run: a row that fails validation is stored as its sample's error row
+            self.store.append(self.stage, self.buf, invalid="error_row")
             self.buf = []
         self.last_flush = time.monotonic()
 
@@ -43,12 +44,20 @@ class RowSink:
 RETRIED_ON_RESUME = ("worker_lost",)
 
 
-def pending_jobs(store: ResultsStore, stage: str, model: str, jobs: Iterable[Job], retry_failed: bool) -> list[Job]:
+def pending_jobs(store: ResultsStore, stage: str, model: str, jobs: Iterable[Job], retry_failed: bool,
+                 expected: dict[tuple[str, str], tuple] | None = None) -> list[Job]:
+    """The jobs whose key has no usable row yet. ``expected``: (lang, id) → (settings_sha256, inputs_sha256) of
+    this run (pipeline/settings.py); a stored row with another pair was made with other settings and is
+    recomputed."""
     done = store.done_keys(stage, include_failed=not retry_failed)
-    if not retry_failed and done:
+    if done and (not retry_failed or expected is not None):
         table = store.read(stage)
-        lost = zip(*(table.column(k).to_pylist() for k in ("model", "lang", "id", "error_kind")))
-        done -= {(m, l, i) for m, l, i, kind in lost if kind in RETRIED_ON_RESUME}
+        cols = ("model", "lang", "id", "error_kind", "settings_sha256", "inputs_sha256")
+        for m, l, i, kind, ssha, isha in zip(*(table.column(k).to_pylist() for k in cols)):
+            if not retry_failed and kind in RETRIED_ON_RESUME:
+                done.discard((m, l, i))
+            elif expected is not None and m == model and (l, i) in expected and (ssha, isha) != expected[(l, i)]:
+                done.discard((m, l, i))
     return [j for j in jobs if (model, j.lang, j.id) not in done]
 
 
@@ -65,16 +74,26 @@ def run_actor_stage(
     immediate_rows: Iterable[dict] = (),
     lost_row: Callable[[Job, BaseException], dict] | None = None,
     transform: Callable[[dict], dict] | None = None,
+    tag: Callable[[str, str], dict] | None = None,
 ) -> int:
-    """Run ``jobs`` (already filtered to pending ones) on ``n_actors`` actors; returns rows written."""
+    """Run ``jobs`` (already filtered to pending ones) on ``n_actors`` actors; returns rows written.
+
+    ``tag(lang, id)``: fields every row of the sample gets (its settings fingerprint, pipeline/settings.py).
+    Whatever an actor returns, no row stops the stage: a result that is not a row, or whose ``transform``
+    raises, becomes the sample's error row (``error_kind=stage_exception``), and the store turns a row that fails
+    validation into the sample's error row (``invalid_row``)."""
     from prism_fast.pipeline.streaming import WorkerKilledBySample, stream_map
 
     immediate = list(immediate_rows)
     sink = RowSink(store, stage)
     key = {"model": model, "profile": profile_name}
+
+    def tagged(row: dict, lang: str, sample_id: str) -> dict:
+        return {**key, **row, **(tag(lang, sample_id) if tag is not None else {}), "id": sample_id, "lang": lang}
+
     bar = progress(stage, len(jobs) + len(immediate))
     for row in immediate:
-        sink.add({**key, **row})
+        sink.add(tagged(row, row["lang"], row["id"]))
         bar.update(1, failed=row.get("status") != "ok")
     if jobs:
         actors = [make_actor() for _ in range(max(1, min(n_actors, len(jobs))))]
@@ -82,9 +101,15 @@ def run_actor_stage(
 
         def on_result(item, row):
             job = by_id[item[0]]
-            if transform is not None:
-                row = transform(row)
-            sink.add({**key, **row, "id": job.id, "lang": job.lang})
+            try:
+                if not isinstance(row, dict):
+                    raise TypeError(f"the {method} call returned {type(row).__name__}, not a row")
+                if transform is not None:
+                    row = transform(row)
+            except Exception as exc:  # noqa: BLE001 - the sample's error row, never the run's end
+                row = {"status": "error", "error_kind": "stage_exception",
+                       "error_detail": f"{type(exc).__name__} while recording the {stage} row: {exc}"[:4000]}
+            sink.add(tagged(row, job.lang, job.id))
             bar.update(1, failed=row.get("status") != "ok")
 
         def on_error(item, exc):
@@ -95,7 +120,7 @@ def run_actor_stage(
             row = {"status": "error", "error_kind": kind, "error_detail": f"{type(exc).__name__}: {exc}"[:4000]}
             if lost_row is not None:
                 row.update(lost_row(job, exc))
-            sink.add({**key, **row, "id": job.id, "lang": job.lang})
+            sink.add(tagged(row, job.lang, job.id))
             bar.update(1, failed=True)
 
         finished = False

@@ -18,17 +18,31 @@ def _mean(values) -> float | None:
     return round(statistics.fmean(values), 4) if values else None
 
 
-def _rows(store: ResultsStore, stage: str, model: str) -> dict:
+def _rows(store: ResultsStore, stage: str, model: str, current: dict | None = None,
+          left_out: dict | None = None) -> dict:
+    """The stage's rows of ``model`` by (lang, id). ``current``: stage → (lang, id) → (settings_sha256,
+    inputs_sha256) of this run (pipeline/settings.py); a row made with other settings or inputs is left out
+    (counted in ``left_out``), so the summary never reports a stale number."""
     if stage not in STAGE_FIELDS:
         return {}
-    return {(r["lang"], r["id"]): r for r in store.read(stage).to_pylist() if r["model"] == model}
+    rows = {(r["lang"], r["id"]): r for r in store.read(stage).to_pylist() if r["model"] == model}
+    want = (current or {}).get(stage)
+    if want is None:
+        return rows
+    kept = {k: r for k, r in rows.items() if k in want and (r.get("settings_sha256"), r.get("inputs_sha256")) == want[k]}
+    stale = sum(1 for k in rows if k in want and k not in kept)
+    if stale and left_out is not None:
+        left_out[stage] = stale
+    return kept
 
 
-def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings: dict[str, float]) -> dict:
+def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings: dict[str, float],
+                  current: dict | None = None) -> dict:
     wanted = set(task_ids)
     tasks = [r for r in store.read("tasks").to_pylist() if r["model"] == model and r["id"] in wanted]
-    exec_rows, audit_rows = _rows(store, "exec", model), _rows(store, "audit", model)
-    td_rows, te_rows = _rows(store, "td", model), _rows(store, "text_expand", model)
+    left_out: dict[str, int] = {}
+    exec_rows, audit_rows = _rows(store, "exec", model, current, left_out), _rows(store, "audit", model, current, left_out)
+    td_rows, te_rows = _rows(store, "td", model, current, left_out), _rows(store, "text_expand", model, current, left_out)
     groups = []
     for lang in sorted({t["lang"] for t in tasks}):
         keys = [(lang, t["id"]) for t in tasks if t["lang"] == lang]
@@ -64,7 +78,10 @@ def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings:
                 (te_rows.get(k) or {}).get("text_expand_ratio_raw") for k in keys
                 if (te_rows.get(k) or {}).get("status") == "ok")
         groups.append(group)
-    return {"groups": groups, "stage_seconds": {k: round(v, 2) for k, v in timings.items()}}
+    out = {"groups": groups, "stage_seconds": {k: round(v, 2) for k, v in timings.items()}}
+    if left_out:
+        out["left_out_stale"] = left_out
+    return out
 
 
 def _manim_executions(ex: dict | None, au: dict | None) -> int | None:
@@ -103,4 +120,14 @@ def format_summary(summary: dict) -> str:
                 cells.append("-" if v is None else str(v))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Stage wall time (s): " + ", ".join(f"{k}={v}" for k, v in summary["stage_seconds"].items())]
+    gen = summary.get("generation") or {}
+    if gen.get("requested_failed") or gen.get("never_requested"):
+        failed = gen.get("requested_failed") or {}
+        lines.append(f"No reply (scored as Exec failures): requested and failed: {sum(failed.values())}"
+                     + (f" ({', '.join(f'{k}={v}' for k, v in failed.items())})" if failed else "")
+                     + f"; never requested: {gen.get('never_requested', 0)}"
+                     + (" (not in the predictions: generate them first)" if gen.get("never_requested") else ""))
+    if summary.get("left_out_stale"):
+        lines.append("Left out (rows made with other settings than this run's; their stage did not run now): "
+                     + ", ".join(f"{k}={v}" for k, v in summary["left_out_stale"].items()))
     return "\n".join(lines) + "\n"

@@ -8,8 +8,14 @@ Backends (``OcrSettings.backend``):
   provider that is not available is a warning plus ``provider_fallback`` (spec D-2: GPU OCR may differ).
 - ``paddleocr`` (optional extra ``[paddle]``): PaddleOCR with models from a configured local directory; a
   clear error when the package or the directory is missing. Not part of the reference configuration.
-- ``scene``: exact text boxes from the audit's scene graph. The audit does not export per-frame text boxes
-  yet, so this backend raises ``OcrUnavailable`` with that reason.
+- ``scene``: no OCR where the render recorded the text: the line boxes of every visible text mobject of every
+  frame, from the sidecar ``<id>.textboxes.json`` the render wrote next to the video
+  (:mod:`prism_fast.execute.textboxes`; :class:`SceneTextMasker`). Where a video has no usable record
+  (missing, tampered, stale, frame count or size not the decoded video's) PADVC falls back to RapidOCR with the
+  same settings, recorded per row (``mask_source``, ``mask_source_detail``). ``scene_masks`` (``auto``: this
+  backend in profiles that fix Q-PADVC-15 — improved — and whenever it is asked for; ``off``: always OCR),
+  ``scene_min_opacity`` (a text counts when its alpha exceeds it) and ``scene_pad`` (pixels added around each
+  line box) shape these masks; none of them enters the OCR signature (scene masks never enter an OCR cache).
 
 Caching (ours, exact because OCR is deterministic on identical input):
 - ``FrameOcrCache``: polygons keyed by sha256(frame shape + bytes) + the OCR signature, so identical frames
@@ -49,6 +55,8 @@ log = logging.getLogger("prism_fast.ocr")
 
 OCR_BACKENDS = ("rapidocr", "paddleocr", "scene")
 OCR_PROVIDERS = ("auto", "cpu", "cuda")
+SCENE_MASKS = ("auto", "off")
+REUSE_MODES = ("exact", "text")   # OcrSettings.reuse, see "OCR reuse" below
 
 
 class OcrUnavailable(RuntimeError):
@@ -68,18 +76,26 @@ class OcrSettings:
     det_limit_side_len: int = 736
     provider: str = "auto"               # auto | cpu | cuda (onnxruntime execution provider)
     paddle_model_dir: str | None = None  # paddleocr: folder with det/ and rec/ inference models
+    scene_masks: str = "auto"            # auto | off: scene text boxes instead of OCR (module docstring)
+    scene_min_opacity: float = 0.1       # scene masks: a text counts when its alpha exceeds this (OCR never sees < 0.05)
+    scene_pad: int = 0                   # scene masks: pixels added on every side of each line box
+    reuse: str = "exact"                 # exact | text (experimental, changes numbers): see "OCR reuse" below
 
     def __post_init__(self) -> None:
         if self.backend not in OCR_BACKENDS:
             raise ValueError(f"ocr backend: expected one of {OCR_BACKENDS}, got {self.backend!r}")
         if self.provider not in OCR_PROVIDERS:
             raise ValueError(f"ocr provider: expected one of {OCR_PROVIDERS}, got {self.provider!r}")
+        if self.scene_masks not in SCENE_MASKS:
+            raise ValueError(f"ocr scene_masks: expected one of {SCENE_MASKS}, got {self.scene_masks!r}")
+        if self.reuse not in REUSE_MODES:
+            raise ValueError(f"ocr reuse: expected one of {REUSE_MODES}, got {self.reuse!r}")
 
     def signature(self) -> str:
+        """The toolkit's per-video cache signature of the OCR that runs. ``scene`` falls back to RapidOCR with
+        these settings, so its OCR results are RapidOCR's and carry RapidOCR's signature."""
         if self.backend == "paddleocr":
             return "paddle"
-        if self.backend == "scene":
-            return "scene"
         return (f"rapidocr_cls{int(self.use_cls)}_rec{int(self.use_rec)}_ts{self.text_score:.3f}"
                 f"_bt{self.box_thresh:.3f}_ur{self.unclip_ratio:.3f}_ls{int(self.det_limit_side_len)}")
 
@@ -287,11 +303,34 @@ class PaddleOcrEngine(OcrEngine):
 
 
 class SceneTextEngine(OcrEngine):
+    """The ``scene`` backend's OCR, for videos without a usable text-box record: RapidOCR with the same settings,
+    created on first use (a run whose videos all have records never loads it)."""
+
     name = "scene"
 
     def __init__(self, settings: OcrSettings):
-        raise OcrUnavailable("scene backend: not available — the spatial audit does not export per-frame text "
-                             "boxes yet; use metrics.padvc.ocr.backend=rapidocr")
+        self.settings = settings
+        self._fallback: RapidOcrEngine | None = None
+
+    @property
+    def fallback(self) -> "RapidOcrEngine":
+        if self._fallback is None:
+            self._fallback = RapidOcrEngine(replace(self.settings, backend="rapidocr"))
+        return self._fallback
+
+    @property
+    def provider(self) -> str:   # what the fallback runs on (predicted until it exists)
+        if self._fallback is not None:
+            return self._fallback.provider
+        s = self.settings.provider
+        return "cuda" if s == "cuda" or (s == "auto" and _onnx_cuda_available()) else "cpu"
+
+    @property
+    def provider_fallback(self) -> str | None:
+        return self._fallback.provider_fallback if self._fallback is not None else None
+
+    def polygons(self, frame_bgr: np.ndarray) -> list[list[list[int]]]:
+        return self.fallback.polygons(frame_bgr)
 
 
 def make_ocr_engine(settings: OcrSettings) -> OcrEngine:
@@ -456,6 +495,50 @@ class OcrStats:
     ocr_calls: int = 0
     content_hits: int = 0   # served by an identical frame seen before (any index, any video)
     index_hits: int = 0     # served by the per-video index cache
+    reused: int = 0         # served by another frame of this video whose text regions are unchanged (reuse=text)
+
+
+# --- OCR reuse (``OcrSettings.reuse``) ------------------------------------------------------------------------
+# "exact" (default, every profile): a frame is OCR'd unless an identical frame was (sha256 of its bytes): exact by
+# construction.
+# "text" (EXPERIMENTAL, never selected by a profile, not in the default config; it CHANGES NUMBERS): also reuse
+# the result of an OCR'd frame A of the same video for a frame B when
+#   - the render's text boxes of A and B are identical (same recorded content: every visible glyph at the same
+#     pixel box with the same opacity; the sidecar of execute/textboxes.py, used only when it describes the decoded
+#     video), and
+#   - inside the text regions -- A's OCR boxes and the recorded text line boxes, each grown by REUSE_MARGIN px --
+#     no BGR value of B differs from A's by more than REUSE_TOLERANCE;
+#   without a usable record, only when the whole frames satisfy that tolerance.
+# Results are compared with OCR'd frames only (never with a reused result), kept per video, and never enter the
+# shared frame cache. Measured on the 48 bundled renders (bench/padvc_bench.py --ocr-budget, docs/bench_padvc.md):
+# even with the text regions pixel-identical (tolerance 0) RapidOCR answers some such frames differently (the
+# detector sees the whole frame), so 4 of 48 videos change, for 0.90x of the authors' calls. Kept for that study.
+REUSE_MARGIN = 16
+REUSE_TOLERANCE = 0
+
+
+@dataclass
+class _Ref:
+    index: int
+    frame: np.ndarray
+    polys: list
+    content: int | None      # the recorded text content id of this frame (None: no record)
+    region: np.ndarray | None
+
+
+def reuse_region(shape_hw, polys, lines, margin: int = REUSE_MARGIN) -> np.ndarray:
+    """The pixels whose values decide whether a result can be reused: OCR boxes and text line boxes, grown."""
+    h, w = int(shape_hw[0]), int(shape_hw[1])
+    region = np.zeros((h, w), dtype=bool)
+    for poly in polys:
+        pts = np.asarray(poly)
+        if pts.size:
+            x0, y0 = pts[:, 0].min(), pts[:, 1].min()
+            x1, y1 = pts[:, 0].max(), pts[:, 1].max()
+            region[max(y0 - margin, 0):y1 + margin + 1, max(x0 - margin, 0):x1 + margin + 1] = True
+    for x0, y0, x1, y1 in lines:
+        region[max(y0 - margin, 0):y1 + margin + 1, max(x0 - margin, 0):x1 + margin + 1] = True
+    return region
 
 
 class TextMasker:
@@ -477,37 +560,87 @@ class TextMasker:
         self.frame_cache = frame_cache if frame_cache is not None else FrameOcrCache()
         self.video_cache = video_cache
         self.signature = settings.signature()  # the toolkit's per-video cache signature (unchanged)
-        # the content cache is shared across runs: its key also holds what the toolkit's signature leaves out and
-        # can change boxes (the execution provider: GPU OCR may differ, spec D-2; backend versions; paddle models)
-        self._sig = hashlib.sha1("|".join((
-            self.signature, str(getattr(engine, "provider", "?")), str(settings.paddle_model_dir),
-            _backend_versions())).encode()).hexdigest()[:12]
+        self._sig_value: str | None = None
         self.stats = OcrStats()
         self._key_of: dict[int, str] = {}          # prefetched index → content key
         self._polys_of: dict[str, list] = {}       # content key → polygons (this video)
         self._shape: tuple[int, int] | None = None
         self._fresh: set[str] = set()              # keys OCR'd by prefetch, not yet reported as called
+        self.scene = None                          # reuse=text: the render's text boxes (SceneBoxes), if usable
+        self._refs: list[_Ref] = []                # reuse=text: the OCR'd frames of this video
 
-    def _lookup(self, frame_bgr: np.ndarray) -> tuple[str, list, bool]:
+    @property
+    def _sig(self) -> str:
+        """The content cache is shared across runs: its key also holds what the toolkit's signature leaves out and
+        can change boxes (the execution provider: GPU OCR may differ, spec D-2; backend versions; paddle models).
+        Computed on first use (the ``scene`` backend's provider is known once its OCR exists)."""
+        if self._sig_value is None:
+            self._sig_value = hashlib.sha1("|".join((
+                self.signature, str(getattr(self.engine, "provider", "?")), str(self.settings.paddle_model_dir),
+                _backend_versions())).encode()).hexdigest()[:12]
+        return self._sig_value
+
+    def _lookup(self, frame_bgr: np.ndarray, index: int | None = None) -> tuple[str, list, bool]:
         key = f"{frame_digest(frame_bgr)}.{self._sig}"
         if key in self._polys_of:
             return key, self._polys_of[key], False
         polys = self.frame_cache.get(key)
         called = polys is None
         if called:
+            reused = self._reuse(frame_bgr, index)
+            if reused is not None:
+                self.stats.reused += 1
+                self._polys_of[key] = reused
+                return key, reused, False
             polys = self.engine.polygons(np.ascontiguousarray(frame_bgr))
             self.frame_cache.put(key, polys)
             self.stats.ocr_calls += 1
         else:
             self.stats.content_hits += 1
         self._polys_of[key] = polys
+        self._remember(frame_bgr, index, polys)
         return key, polys, called
+
+    def _content(self, index: int | None):
+        if self.scene is None or index is None or not 0 <= int(index) < self.scene.frames:
+            return None   # (a record shorter than the video is caught after the scan, which then runs again)
+        return self.scene.content_id(int(index))
+
+    def _remember(self, frame_bgr: np.ndarray, index: int | None, polys: list) -> None:
+        if self.settings.reuse != "text" or index is None:
+            return
+        content = self._content(index)
+        region = None
+        if content is not None:   # (index is inside the record)
+            region = reuse_region(frame_bgr.shape[:2], polys, self.scene.line_boxes(int(index)))
+        self._refs.append(_Ref(int(index), np.array(frame_bgr, copy=True), polys, content, region))
+
+    def _reuse(self, frame_bgr: np.ndarray, index: int | None) -> list | None:
+        """reuse=text: the polygons of an OCR'd frame of this video whose text regions this frame leaves unchanged
+        (see REUSE_* above), or None."""
+        if self.settings.reuse != "text" or index is None or not self._refs:
+            return None
+        content = self._content(index)
+        for ref in reversed(self._refs):
+            if ref.frame.shape != frame_bgr.shape or ref.content != content:
+                continue
+            if content is None:   # no record: the whole frame must agree
+                diff = cv2.absdiff(ref.frame, frame_bgr)
+            else:
+                ys, xs = np.nonzero(ref.region.any(axis=1))[0], np.nonzero(ref.region.any(axis=0))[0]
+                if not len(ys):   # nothing that reads as text, recorded or OCR'd: the region is empty
+                    return ref.polys
+                sl = (slice(ys[0], ys[-1] + 1), slice(xs[0], xs[-1] + 1))
+                diff = cv2.absdiff(ref.frame[sl], frame_bgr[sl])[ref.region[sl]]
+            if int(diff.max(initial=0)) <= REUSE_TOLERANCE:
+                return ref.polys
+        return None
 
     def prefetch(self, index: int, frame_bgr: np.ndarray) -> None:
         self._shape = (int(frame_bgr.shape[0]), int(frame_bgr.shape[1]))
         if self.video_cache is not None and self.video_cache.get(index) is not None:
             return
-        key, _, called = self._lookup(frame_bgr)
+        key, _, called = self._lookup(frame_bgr, index)
         self._key_of[int(index)] = key
         if called:
             self._fresh.add(key)
@@ -522,7 +655,7 @@ class TextMasker:
                 return MaskResult(index, polys, int(entry.get("box_count", len(polys))), True, False)
         if frame_bgr is not None:
             self._shape = (int(frame_bgr.shape[0]), int(frame_bgr.shape[1]))
-            key, polys, called = self._lookup(frame_bgr)
+            key, polys, called = self._lookup(frame_bgr, index)
         elif int(index) in self._key_of:
             key = self._key_of[int(index)]
             polys = self._polys_of[key]
@@ -539,6 +672,29 @@ class TextMasker:
             self.video_cache.flush()
 
 
+class SceneTextMasker:
+    """The ``TextMasker`` interface over a render's text-box record (:class:`prism_fast.execute.textboxes.SceneBoxes`):
+    polygons per frame index = the line boxes of the visible texts, no OCR, no cache. ``cache_hit`` is always
+    False (no OCR cache is involved)."""
+
+    video_cache = None
+
+    def __init__(self, boxes, settings: OcrSettings):
+        self.boxes, self.settings = boxes, settings
+        self.stats = OcrStats()
+
+    def prefetch(self, index: int, frame_bgr: np.ndarray) -> None:
+        pass
+
+    def polygons_at(self, index: int, frame_bgr: np.ndarray | None = None) -> MaskResult:
+        self.stats.requests += 1
+        polys = self.boxes.polygons(int(index), self.settings.scene_min_opacity, self.settings.scene_pad)
+        return MaskResult(int(index), polys, len(polys), False, False)
+
+    def flush(self) -> None:
+        pass
+
+
 def settings_from_mapping(m: dict | None, *, detection_only: bool = False) -> OcrSettings:
     """``metrics.padvc.ocr`` → OcrSettings. ``detection_only`` (improved, Q-PADVC-15) turns ``use_rec`` off."""
     m = dict(m or {})
@@ -552,4 +708,4 @@ def settings_from_mapping(m: dict | None, *, detection_only: bool = False) -> Oc
 
 __all__ = ["OCR_BACKENDS", "OcrUnavailable", "OcrSettings", "extract_polygons", "fill_text_mask", "frame_digest",
            "OcrEngine", "RapidOcrEngine", "PaddleOcrEngine", "SceneTextEngine", "make_ocr_engine", "FrameOcrCache",
-           "VideoOcrCacheFile", "TextMasker", "MaskResult", "OcrStats", "file_sha256", "settings_from_mapping"]
+           "VideoOcrCacheFile", "TextMasker", "SceneTextMasker", "MaskResult", "OcrStats", "file_sha256", "settings_from_mapping"]

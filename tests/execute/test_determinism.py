@@ -29,6 +29,9 @@ def test_numpy_random():
     assert kinds("from numpy import random as npr\nv = npr.uniform()\n") == [KIND_NUMPY]
     assert kinds(HEAD + "g = np.random.default_rng()\n") == [KIND_NUMPY]  # seeded by the OS
     assert kinds(HEAD + "g = np.random.default_rng(7)\nv = g.random()\n") == []
+    # `np` bound by `from manim import *` alone (manim's namespace exports numpy as np)
+    assert kinds("from manim import *\nclass S(Scene):\n    def construct(self):\n"
+                 "        d = Dot(point=np.random.uniform(-3, 3, size=3))\n") == [KIND_NUMPY]
 
 
 def test_graph_layouts():

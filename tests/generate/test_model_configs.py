@@ -19,7 +19,7 @@ def test_provider_config_is_evaluable_after_generate(name):
     cfg = compose_cfg([f"model={name}", "runs_root=/r", "lang=en"])
     assert cfg.model.name == name and cfg.model.kind == "responses"
     # `eval model=<name>` reads the JSONL that `generate model=<name>` writes into the same run directory
-    assert Path(cfg.model.predictions) == Path("/r") / f"{name}-en-reference" / "generate" / "responses.jsonl"
+    assert Path(cfg.model.predictions) == Path("/r") / f"{name}-sample-en-reference" / "generate" / "responses.jsonl"
     ep = endpoint_from_mapping(OmegaConf.to_container(cfg.model, resolve=True),
                                OmegaConf.to_container(cfg.generate, resolve=True))
     assert ep.base_url.startswith("https://") and ep.api_key_env and ep.api_key_env.endswith("_KEY")

@@ -31,17 +31,20 @@ def test_multirun_one_dir_per_job_and_metric_only_reruns(tmp_path):
     preds = tmp_path / "preds"
     preds.mkdir()
     (preds / "SAMPLE-EN-000001.py").write_text(TINY, encoding="utf-8")
-    sweep = tmp_path / "sweep"
     cmd = [sys.executable, "-m", "prism_fast.cli", "-m", "model=predictions", "model.name=tiny",
-           f"model.predictions={preds}", "dataset.ids=[SAMPLE-EN-000001]", "lang=en", f"runs_root={tmp_path / 'runs'}",
-           "cluster.num_cpus=1", "metrics.td.tau=20,30", f"hydra.sweep.dir={sweep}"]
+           f"model.predictions={preds}", "dataset.ids=[SAMPLE-EN-000001]", "lang=en", "runs_root=runs",
+           "cluster.num_cpus=1", "metrics.td.tau=20,30"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the sweep lives under runs_root (<runs_root>/multirun/<date>/<time>/), nothing in the current directory
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["preds", "runs"]
+    (sweep,) = (tmp_path / "runs" / "multirun").glob("*/*")
 
     jobs = [sweep / "0", sweep / "1"]
     for job in jobs:
         assert (job / "summary.json").exists() and (job / ".hydra" / "overrides.yaml").exists()
+        assert (job / "prism-fast.log").is_file() and (job / "run.json").is_file()
     ex0, ex1 = (_rows(j, "exec")[0] for j in jobs)
     au0, au1 = (_rows(j, "audit")[0] for j in jobs)
     td0, td1 = (_rows(j, "td")[0] for j in jobs)

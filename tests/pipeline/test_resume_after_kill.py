@@ -54,7 +54,7 @@ def clean_run(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("faults")
     preds = _predictions(tmp_path)
     subprocess.run(_cmd(preds, tmp_path / "clean"), check=True, capture_output=True, timeout=900)
-    return preds, tmp_path / "clean" / "tiny-en-reference"
+    return preds, tmp_path / "clean" / "tiny-sample-en-reference"
 
 
 def _assert_same_as_clean(run_dir: Path, clean_dir: Path) -> None:
@@ -89,7 +89,7 @@ def test_kill_minus_9_then_resume_equals_clean_run(clean_run, tmp_path):
 
     proc = subprocess.Popen(_cmd(preds, killed_root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    run_dir = killed_root / "tiny-en-reference"
+    run_dir = killed_root / "tiny-sample-en-reference"
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline and proc.poll() is None:
@@ -129,4 +129,4 @@ def test_render_worker_killed_mid_run_is_retried(clean_run, tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, err[-3000:]
-    _assert_same_as_clean(root / "tiny-en-reference", clean_dir)
+    _assert_same_as_clean(root / "tiny-sample-en-reference", clean_dir)

@@ -148,8 +148,9 @@ def test_normal_exit_leaves_no_process(tmp_path):
 
 
 def test_exception_after_ray_started_leaves_no_process(tmp_path):
-    # render.workers is read (int()) after Ray is up: a ValueError in the middle of the command
-    report = _run(tmp_path, TINY_SCRIPT, "render.workers=not-a-number")
+    # metrics.padvc.workers is read (int()) after Ray is up (metrics.padvc is an untyped mapping; typed keys such as
+    # render.workers are refused at compose time): a ValueError in the middle of the command
+    report = _run(tmp_path, TINY_SCRIPT, "metrics.padvc.enabled=true", "metrics.padvc.workers=not-a-number")
     assert report["rc"] not in (0, "timeout") and "ValueError" in report["log"], report["log"]
     assert report["left"] == {}, report["left"]
 

@@ -171,7 +171,7 @@ def test_sandboxed_script_sees_no_secret_through_the_cli(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     from prism_fast.store import ResultsStore
 
-    (row,) = ResultsStore(runs / "tiny-en-reference").read("exec").to_pylist()
+    (row,) = ResultsStore(runs / "tiny-sample-en-reference").read("exec").to_pylist()
     text = " ".join(str(row.get(k) or "") for k in ("error", "stderr_tail", "error_msg"))
     # (found: secret values in its own environment, or in any /proc/<pid>/environ it can read: under the
     # namespace sandbox it can read none)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prism_fast.execute.sandbox import host_isolation
+from prism_fast.execute.sandbox import _sweep_scratch, host_isolation
 
 MARK = "sample-outlives-worker-marker"
 
@@ -56,6 +56,11 @@ def test_sigkilled_worker_host_leaves_no_sample_process(tmp_path):
             time.sleep(0.1)
         assert _alive(MARK) == [], _alive(MARK)
         assert not [p for p in _alive("prism_fast/execute/worker.py") if str(tmp_path) in p]
+        # the dead worker's scratch tmpfs is still mounted; the next worker on the host sweeps it away
+        stale = [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("render_hang_")]
+        assert stale and all(os.path.ismount(p) for p in stale)
+        _sweep_scratch.__wrapped__(str(tmp_path / "tmp"))
+        assert not any(p.exists() for p in stale) and not list((tmp_path / "tmp").glob(".*.owner"))
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -158,8 +158,8 @@ def test_mask_energy_golden(polys, expected):
 
 
 def test_unavailable_backends(tmp_path):
-    with pytest.raises(OcrUnavailable, match="scene"):
-        make_ocr_engine(OcrSettings(backend="scene"))
+    # scene (issue #18) is available: masks from the render's text boxes, RapidOCR loaded only for a fallback
+    assert make_ocr_engine(OcrSettings(backend="scene")).name == "scene"
     with pytest.raises(OcrUnavailable, match="paddle_model_dir"):
         make_ocr_engine(OcrSettings(backend="paddleocr"))
     with pytest.raises(OcrUnavailable, match="det/ and rec/"):
