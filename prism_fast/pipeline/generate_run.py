@@ -202,6 +202,13 @@ def _is_call_failure(row: dict) -> bool:
     return row.get("error_kind") in PROVIDER_ERROR_KINDS
 
 
+NO_ANSWER_KINDS = ("timeout", "connection_error")  # the endpoint said nothing at all (an HTTP error is an answer)
+
+
+def _got_answer(row: dict) -> bool:
+    return row.get("error_kind") not in NO_ANSWER_KINDS
+
+
 def _generation_row(opts: GenerateOptions, task: Task, round_no: int, prompt: str, messages: list[dict],
                     call: CallResult, started: str, timeout_s: float) -> dict:
     from prism_fast.generate.cleaning import clean_model_output
@@ -280,7 +287,7 @@ class _TaskRunner:
         self.opts, self.client, self.gen_sink, self.sd_sink = opts, client, gen_sink, sd_sink
         self.gen_rows, self.sd_rows, self.render_slots, self.timeout_s = gen_rows, sd_rows, render_slots, timeout_s
         self.requests = 0
-        self.answered = 0  # requests of this run that got a reply (the model's content, usable or not)
+        self.answered = 0  # requests of this run that got any reply from the endpoint (an HTTP error included)
         self.call_failures: dict[str, int] = {}  # error kind -> requests of this run that got no reply
         self._lock = threading.Lock()
 
@@ -304,7 +311,7 @@ class _TaskRunner:
                     if _is_call_failure(row):
                         kind = str(row.get("error_kind"))
                         self.call_failures[kind] = self.call_failures.get(kind, 0) + 1
-                    else:
+                    if _got_answer(row):
                         self.answered += 1
                 self.gen_sink.add(row)
                 self.sd_rows.pop((task.language, task.id, round_no), None)  # a new reply invalidates its outcome
@@ -584,7 +591,10 @@ def run_generate(opts: GenerateOptions) -> dict:
     summary["task_errors"] = sorted(task_errors)
     summary["answered_this_run"] = runner.answered
     summary["call_failures_this_run"] = dict(sorted(runner.call_failures.items()))
-    summary["endpoint_never_answered"] = runner.requests > 0 and runner.answered == 0
+    # never answered = nothing this run asked got a reply and no stored call of these tasks ever did (a retry of
+    # calls that still fail, against an endpoint that answered the others, is not a dead endpoint)
+    summary["endpoint_never_answered"] = (runner.requests > 0 and runner.answered == 0
+                                          and not any(_got_answer(r) for r in rows))
     summary["eval_command"] = eval_command(opts)
     if opts.rounds > 1:
         sd = [r for r in _model_rows(store, "selfdebug", opts.model_name) if (r["lang"], sample_of(r)) in task_keys]

@@ -852,7 +852,7 @@ def test_terminating_recursion_is_a_parse_fail_row_the_store_accepts(tmp_path):
             "class S(Scene):\n    def construct(self):\n        self.add(label(3))\n")
     row = _te_row(code)
     assert row["status"] == "parse_fail" and row["parse_error"].startswith("RecursionError")
-    row.update(model="m", lang="en", id="X-1")
+    row.update(model="m", lang="en", id="X-1", text_expand_status=row["status"], status="error")  # as the pipeline
     ResultsStore(tmp_path).append("text_expand", [row])
     assert ResultsStore(tmp_path).read("text_expand").to_pylist()[0]["parse_error"] == row["parse_error"]
 

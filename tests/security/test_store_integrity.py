@@ -55,7 +55,7 @@ def test_forged_part_files_are_ignored_and_reported(tmp_path, caplog):
 
     # the attack as it happened: a pass for itself, a failure for another sample that would win forever
     planted = _plant(store, [_audit_row("evil", 1, written_at_ns=time.time_ns()),
-                             _audit_row("victim", 0, status="audit_failed", written_at_ns=2**62)])
+                             _audit_row("victim", 0, status="error", written_at_ns=2**62)])
     # ... and variants: a bogus sidecar, a tag made with another key
     bogus = _plant(store, [_audit_row("evil", 1, written_at_ns=time.time_ns())], name="part-1-1-bogus.parquet")
     tag_path(bogus).write_text("0" * 64)
@@ -110,17 +110,17 @@ def test_future_rows_are_ignored_even_in_a_tagged_file(tmp_path):
     """A driver with a clock far ahead (or any row dated in the future) must not win the dedupe forever."""
     store = ResultsStore(tmp_path)
     store.append("audit", [_audit_row("x", 1), _audit_row("y", 1)])
-    table = _forged_table([_audit_row("x", 0, status="audit_failed", written_at_ns=2**62),
-                           _audit_row("y", 0, status="audit_failed", written_at_ns=time.time_ns() + MAX_FUTURE_NS // 2),
+    table = _forged_table([_audit_row("x", 0, status="error", written_at_ns=2**62),
+                           _audit_row("y", 0, status="error", written_at_ns=time.time_ns() + MAX_FUTURE_NS // 2),
                            _audit_row("z", 1, written_at_ns=time.time_ns())])
     store._write_atomically("audit", "m1", "en", table, time.time_ns())  # tagged like any driver write
     rows = _by_id(store.read("audit"))
     assert rows["x"]["status"] == "ok"  # the 2**62 row is gone; within 5 minutes is still accepted
-    assert rows["y"]["status"] == "audit_failed" and rows["z"]["status"] == "ok"
+    assert rows["y"]["status"] == "error" and rows["z"]["status"] == "ok"
     (item,) = store.ignored
     assert item.ids == ("x",) and "future" in item.reason and "x" in store.ignored_report()[0]
     # a later real retry wins as before (newest row wins): the 2**62 row no longer shadows it
-    store.append("audit", [_audit_row("x", 0, status="audit_failed", error_msg="retried")])
+    store.append("audit", [_audit_row("x", 0, status="error", error_msg="retried")])
     assert _by_id(store.read("audit"))["x"]["error_msg"] == "retried"
 
 
