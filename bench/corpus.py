@@ -6,7 +6,7 @@ gallery (``docs/source/examples.rst``) and its docstrings are *not* used: they a
 The scripts are never committed; this file is the recipe (sources pinned to commits + a selection rule), and
 ``docs/parity.md`` records what it produced.
 
-    python bench/corpus.py --mirror-root /work/.mirror --out /tmp/parity_corpus [--per-source-cap N]
+    python bench/corpus.py --mirror-root MIRRORS --out CORPUS_DIR [--per-source-cap N]
 
 ``--mirror-root`` holds bare git directories ``<owner>+<name>/repo`` (what the project's ``fetch`` tool
 writes; ``git clone --bare https://github.com/<owner>/<name> <owner>+<name>/repo`` gives the same layout).
@@ -316,7 +316,8 @@ def build(mirror_root: Path, out: Path, cap_override: int | None = None, sources
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mirror-root", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--mirror-root", type=Path, required=True,
+                    help="folder holding the fetched bare mirrors as <owner>+<name>/repo")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--per-source-cap", type=int, default=None, help="override every source's cap")
     args = ap.parse_args(argv)

@@ -28,6 +28,8 @@ from __future__ import annotations
 import ast
 import sys
 
+from prism_fast.execute.evidence import reference_evidence
+
 # Methods and properties of the audit scene a user class must not define (hooks.AuditHooks, onepass's
 # OnePassScene, and the Scene lifecycle methods they wrap). tests/security checks this list against the classes.
 HOOKED_METHODS = frozenset({
@@ -71,20 +73,8 @@ def _evidence(tree: ast.AST) -> list[str]:
                 for name in names:
                     if name in HOOKED_METHODS or name == "__module__":
                         found.add(f"defines:{node.name}.{name}")
-        elif isinstance(node, ast.Attribute) and node.attr in (AUDIT_ATTRIBUTES | HOOKED_METHODS - {"play", "remove",
-                                                                                                     "render"}):
-            found.add(f"attribute:{node.attr}")
-        elif isinstance(node, ast.Name) and node.id in AUDIT_NAMES:
-            found.add(f"name:{node.id}")
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            for mod in mods:
-                if mod.split(".")[0] == "prism_fast":
-                    found.add(f"import:{mod}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            for needle in AUDIT_STRINGS:
-                if needle.lower() in node.value.lower():
-                    found.add(f"string:{needle}")
+    found |= reference_evidence(tree, names=AUDIT_NAMES, strings=AUDIT_STRINGS,
+                                attributes=AUDIT_ATTRIBUTES | (HOOKED_METHODS - {"play", "remove", "render"}))
     return sorted(found)
 
 

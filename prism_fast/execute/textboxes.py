@@ -831,31 +831,19 @@ def static_evidence(source: str) -> list[str]:
     """Evidence, from the script's text alone, that it reaches for the recorder or the frame path it hooks."""
     import ast
 
+    from prism_fast.execute.evidence import reference_evidence
+
     found: set[str] = set()
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
     if tree is not None:
+        found |= reference_evidence(tree, names=TAMPER_NAMES, attributes=TAMPER_NAMES,
+                                    strings=(*TAMPER_STRINGS, *TAMPER_NAMES))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr in TAMPER_NAMES:
-                found.add(f"attribute:{node.attr}")
-            elif isinstance(node, ast.Name) and node.id in TAMPER_NAMES:
-                found.add(f"name:{node.id}")
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in TAMPER_NAMES:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in TAMPER_NAMES:
                 found.add(f"defines:{node.name}")
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                for mod in mods:
-                    if mod.split(".")[0] == "prism_fast":
-                        found.add(f"import:{mod}")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                for needle in TAMPER_STRINGS:
-                    if needle.lower() in node.value.lower():
-                        found.add(f"string:{needle}")
-                for name in TAMPER_NAMES:
-                    if name in node.value:
-                        found.add(f"string:{name}")
     else:  # unparsable: the render fails anyway; look at the raw text
         for needle in (*TAMPER_STRINGS, *TAMPER_NAMES):
             if needle in source:
