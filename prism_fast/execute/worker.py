@@ -45,12 +45,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # started as a script (the server): make the package importable, then hide it
     _ROOT = str(Path(__file__).resolve().parents[2])
     sys.path.insert(0, _ROOT)
-    from prism_fast.execute import sandbox, texcache, textboxes  # noqa: E402
-    from prism_fast.audit import onepass  # noqa: E402
+    from prism_fast.execute import observers, sandbox, texcache, textboxes  # noqa: E402
     sys.path.remove(_ROOT)
 else:
-    from prism_fast.execute import sandbox, texcache, textboxes
-    from prism_fast.audit import onepass
+    from prism_fast.execute import observers, sandbox, texcache, textboxes
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +130,7 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
         os.environ.clear()
         os.environ.update(job["env"])
         texcache.install_from_env()  # shared TeX SVG cache, when the parent asked for it (texcache.py)
-        onepass.install_from_env()  # one-pass audit observers, when the parent asked (audit/onepass.py)
+        observers.install_from_env()  # render-time observers, when the parent asked (observers.py)
         textboxes.install_from_env()  # text boxes of every written frame, when the parent asked (textboxes.py)
         sys.argv = [job["manim_bin"], *job["args"]]
         if "numpy" in sys.modules:  # a fresh interpreter seeds numpy's legacy global RNG from the OS
