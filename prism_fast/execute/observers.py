@@ -1,6 +1,6 @@
 """Render-time observers: trusted code that watches one render from inside its child, and a collect step in the
-parent. The extension point through which a later stage (e.g. the spatial audit's one pass)
-sees a render without this package knowing that stage.
+parent. The extension point through which a later stage (e.g. the spatial audit's one pass) sees a render
+without this package knowing that stage.
 
 An :class:`Observer` names a child half by an ``entry`` string, ``"package.module:function"``. The render
 (``render.render_one(..., observers=...)``) hands the requests to the child in one environment variable; the
