@@ -37,9 +37,10 @@ log = logging.getLogger(__name__)
 
 OBSERVER_NAME = "onepass"  # its out file in the sample's directory: .prism_fast_onepass.json
 OBSERVER_ENTRY = "prism_fast.audit.onepass_child:install"
+PRELOAD = ("prism_fast.audit.onepass_child",)  # for execute.render.prefork_worker(preload=...): imported once
 
 # the audit stage's side of the hand-off (the render actor's side is render_and_hand_off)
-__all__ = ["OBSERVER_ENTRY", "cache_shared_audit", "load_shared_audit", "observer", "plan_reasons",
+__all__ = ["OBSERVER_ENTRY", "PRELOAD", "cache_shared_audit", "load_shared_audit", "observer", "plan_reasons",
            "render_and_hand_off", "render_with_onepass", "static_reasons"]
 
 

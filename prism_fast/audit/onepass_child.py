@@ -21,6 +21,12 @@ import re
 import sys
 import time
 
+from prism_fast.audit import hooks
+from prism_fast.audit.config import AuditConfig
+from prism_fast.audit.inject import inject_names
+from prism_fast.audit.tamper import Guard
+from prism_fast.profile import REFERENCE
+
 AUDIT_PIXELS = (1920, 1080)  # the audit run's canvas: manim's default (high) quality, never changed there
 
 PURE_ANIMATIONS = (
@@ -92,11 +98,6 @@ def _install(state: _State) -> None:
     from manim.animation.transform import _MethodAnimation
     from manim.mobject.mobject import Mobject
     from manim.utils import module_ops
-
-    from prism_fast.audit import hooks
-    from prism_fast.audit.config import AuditConfig
-    from prism_fast.audit.inject import inject_names
-    from prism_fast.profile import REFERENCE
 
     cfg = AuditConfig.from_dict(state.req.get("audit_cfg", {}))
     original_scene = manim.Scene
@@ -190,8 +191,6 @@ def _install(state: _State) -> None:
 
     OnePassScene.__name__ = OnePassScene.__qualname__ = "AuditScene"
     manim.Scene = OnePassScene
-    from prism_fast.audit.tamper import Guard
-
     state.guard = Guard(audit_scene, trusted=(OnePassScene,))
 
     real_get_module = module_ops.get_module
@@ -289,8 +288,6 @@ def _write_side_file() -> None:
     if state is None:
         return
     try:
-        from prism_fast.audit.hooks import _ENGINE_TOTALS
-
         scene = state.scene
         for evidence in (state.guard.verify(scene) if state.guard is not None else ["no_guard"]):
             state.flag(f"tamper:{evidence}")  # the separate audit then judges (and marks) the script
@@ -300,7 +297,7 @@ def _write_side_file() -> None:
         elif not state.reasons:
             state.flag("no_report")
         doc = {"reasons": state.reasons, "audited_scenes": state.audited, "report": report,
-               "audit_sec": round(state.audit_sec, 6), "engine": _ENGINE_TOTALS.as_dict()}
+               "audit_sec": round(state.audit_sec, 6), "engine": hooks._ENGINE_TOTALS.as_dict()}
         with open(state.req["side_file"], "w", encoding="utf-8") as fh:
             json.dump(doc, fh, ensure_ascii=False)
     except Exception:  # the render's exit must not change

@@ -86,9 +86,10 @@ class RenderActor:
         if prefork:
             import atexit
 
+            from prism_fast.audit.onepass import PRELOAD
             from prism_fast.execute.render import prefork_worker
 
-            self.worker = prefork_worker(render_cfg)
+            self.worker = prefork_worker(render_cfg, preload=PRELOAD if onepass is not None else ())
             atexit.register(self.close)  # a worker process told to exit (ray.shutdown) takes its manim server along
 
     @contained(_render_fallback)

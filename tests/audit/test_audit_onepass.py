@@ -71,7 +71,7 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("onepass")
     cfg = RenderConfig()
     acfg = AuditConfig().to_dict()
-    worker = prefork_worker(cfg)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)  # (test_textboxes.py renders one pass without)
     out = {}
     try:
         for name, script in (("plain", PLAIN), ("failing", FAILING),
