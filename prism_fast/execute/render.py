@@ -317,7 +317,7 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         level=cfg.sandbox,
     )
     res = runner(spec)
-    collect_results(observers, work)
+    collect_results(observed, work)  # only those asked for: no file the script alone could have written
     stderr_text = res.stderr.text()
     stdout_text = res.stdout.text()
     row.update(
