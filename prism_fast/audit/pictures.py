@@ -40,13 +40,6 @@ KIND_COLORS = {"out_of_bounds": (255, 0, 0), "overlaps": (255, 160, 0), "leaks":
 # ---------------------------------------------------------------------------------------------------------
 # child side
 # ---------------------------------------------------------------------------------------------------------
-def _err():
-    """The hooks' stderr stream (the one-pass render redirects it), else sys.stderr."""
-    from prism_fast.audit import hooks
-
-    return getattr(hooks, "_err", lambda: sys.stderr)()
-
-
 def finding_ids(out_of_bounds: list, overlaps: list, leaks: list) -> list[str]:
     """Ids named by a snapshot's findings (internal issue dicts), first occurrence order."""
     ids: list[str] = []
@@ -59,8 +52,9 @@ def finding_ids(out_of_bounds: list, overlaps: list, leaks: list) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def capture_checkpoint(scene, atoms, issues, half_size: tuple[float, float], center=None) -> dict:
-    """The picture record of one snapshot: PNG bytes of the frame (or the error) and the finding atoms' bboxes."""
+def capture_checkpoint(scene, atoms, issues, half_size: tuple[float, float], center=None, err=None) -> dict:
+    """The picture record of one snapshot: PNG bytes of the frame (or the error) and the finding atoms' bboxes.
+    ``err``: the hooks' stderr stream (the one-pass render redirects it), default ``sys.stderr``."""
     lx, ly = float(half_size[0]), float(half_size[1])
     cx, cy = (0.0, 0.0) if center is None else (float(center[0]), float(center[1]))
     wanted = set(finding_ids(issues.out_of_bounds, issues.overlaps, issues.leaks))
@@ -84,12 +78,13 @@ def capture_checkpoint(scene, atoms, issues, half_size: tuple[float, float], cen
         record["png"] = buf.getvalue()
     except Exception as exc:  # a raster-time error must not change the audit: recorded, drawn on black
         record["error"] = f"{type(exc).__name__}: {exc}"
-        _err().write(f"[audit pictures] frame capture failed: {record['error']}\n")
+        (err or sys.stderr).write(f"[audit pictures] frame capture failed: {record['error']}\n")
     return record
 
 
-def write_segment_pictures(scene_name: str, segments) -> None:
-    """``<dir>/<Scene>.Segment_<i>.png`` + ``.json`` for every segment that carries a picture record."""
+def write_segment_pictures(scene_name: str, segments, err=None) -> None:
+    """``<dir>/<Scene>.Segment_<i>.png`` + ``.json`` for every segment that carries a picture record (``err`` as
+    for :func:`capture_checkpoint`)."""
     out = Path(os.environ.get(PICTURES_ENV) or Path.cwd() / "audit_pictures")
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -104,7 +99,7 @@ def write_segment_pictures(scene_name: str, segments) -> None:
                 (out / f"{stem}.png").write_bytes(pic["png"])
             (out / f"{stem}.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     except Exception as exc:
-        _err().write(f"[audit pictures] writing pictures failed: {type(exc).__name__}: {exc}\n")
+        (err or sys.stderr).write(f"[audit pictures] writing pictures failed: {type(exc).__name__}: {exc}\n")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ class RenderCache:
             return False
         meta, video = self._paths(key)
         meta.parent.mkdir(parents=True, exist_ok=True)
-        public = {k: v for k, v in row.items() if not k.startswith("_")}  # e.g. _onepass_doc: the caller's, not a result
+        public = {k: v for k, v in row.items() if not k.startswith("_")}  # a caller's private field, not a result
         entry = {"schema": CACHE_SCHEMA, "row": {**public, "cache_hit": False, "cache_key": key}}
         try:
             if row.get("success"):

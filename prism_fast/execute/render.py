@@ -35,11 +35,12 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from prism_fast.execute import sandbox, texcache, textboxes
 from prism_fast.execute.cache import RenderCache, render_cache_key
 from prism_fast.execute.fingerprint import fingerprint_hash, interpreter_of
+from prism_fast.execute.observers import Observer, child_env, collect_results
 from prism_fast.execute.scene_select import select_scene
 from prism_fast.profile import REFERENCE, Profile
 
@@ -136,7 +137,7 @@ def manim_command(manim_bin: str, script: Path, scene: str, media_dir: Path, sam
     return cmd if play_hashing else [*cmd, "--disable_caching"]
 
 
-def _resolve_bin(manim_bin: str) -> str:
+def resolve_bin(manim_bin: str) -> str:
     """PATH lookup first; a bare ``manim`` not on PATH (a venv used without activating it, as ``make test``
     does) resolves to the manim installed beside this interpreter."""
     found = shutil.which(manim_bin)
@@ -176,7 +177,14 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
 Runner = Callable[[sandbox.SandboxSpec], sandbox.SandboxResult]
 
 
-def _backend_name(runner: Runner | None) -> str:
+def executed(row: dict) -> bool:
+    """Whether manim ran for this exec row (not a cache hit, not a trusted existing video, a scene was found)."""
+    return not row.get("cache_hit") and not row.get("skipped") and row.get("scene_class") is not None
+
+
+def backend_name(runner: Runner | None) -> str:
+    """The backend a runner renders with: ``cli`` (none given), ``prefork`` (a ``PreforkWorker``'s ``run``), else
+    the runner's ``backend_name`` or ``custom``."""
     if runner is None:
         return "cli"
     owner = getattr(runner, "__self__", runner)  # a bound method: PreforkWorker.run
@@ -185,26 +193,26 @@ def _backend_name(runner: Runner | None) -> str:
 
 def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg: RenderConfig = RenderConfig(),
                profile: Profile = REFERENCE, file_path: str | None = None, runner: Runner | None = None,
-               onepass: dict | None = None, _onepass_req: dict | None = None) -> dict:
+               observers: Sequence[Observer] = ()) -> dict:
     """Render one script and return its row. Never raises for anything the script does.
 
-    ``onepass`` (an ``AuditConfig.to_dict()``): also produce the spatial audit's report in the same execution
-    where that is provably identical (``prism_fast.audit.onepass``); the row then carries ``onepass``,
-    ``onepass_reasons``, ``manim_executions`` and, when shared, ``_onepass_audit`` (popped by the caller).
+    ``observers`` (``observers.py``; prefork backend only, the caller's choice): trusted observers installed in
+    the render child; after the render each one's ``result`` holds what its child half left (``None`` when the
+    render did not execute: a skipped sample, a cache hit, no scene). A failed observed render is neither
+    cached nor re-rendered with play hashing (its caller renders it again without observers).
 
     ``out_dir/videos/<id>.mp4`` receives the video. ``file_path`` is recorded as the toolkit's ``file_path``
     (the input script's path); default ``<id>.py``. ``runner`` runs the manim command: the default execs it
     in the sandbox (``sandbox.run_sandboxed``, backend "cli"); a ``worker.PreforkWorker``'s ``run`` forks it
     from a warm manim process (backend "prefork", see :func:`prefork_worker`).
     """
-    if onepass is not None:
-        from prism_fast.audit.onepass import render_with_onepass
-
-        return render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path, runner, onepass)
-    manim_bin = _resolve_bin(cfg.manim_bin)
+    observers = tuple(observers)
+    for observer in observers:
+        observer.result = None
+    manim_bin = resolve_bin(cfg.manim_bin)
     row = _base_row(sample_id, file_path if file_path is not None else f"{sample_id}.py", profile, manim_bin,
                     cfg.play_hashing)
-    row["backend"] = _backend_name(runner)
+    row["backend"] = backend_name(runner)
     videos = Path(out_dir) / "videos"
     dest = videos / f"{sample_id}.mp4"
 
@@ -241,14 +249,14 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         if cfg.tex_cache_dir and not use_tex_cache:
             row["tex_cache"] = "unsupported_backend"
         row = _render_in(work, tmp_root, sample_id, script_text, choice.name, dest, cfg, profile, manim_bin,
-                         row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, _onepass_req)
+                         row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, observers)
         if use_tex_cache:
             _harvest_tex(work, cfg, row, Path(out_dir))
     if row.pop("_rerender_hashed", False):  # a failure whose error text is stdout: see _render_in
         row = render_one(sample_id, script_text, out_dir, replace(cfg, play_hashing=True, cache_dir=None), profile,
                          file_path, runner)
         row["manim_executions"] = 2
-    if cache is not None and (_onepass_req is None or row["success"]):  # a failed observed run is not cached
+    if cache is not None and (not observers or row["success"]):  # a failed observed run is not cached
         if cache.put(key, row) and row["success"]:
             try:
                 textboxes.cache_store(cfg.cache_dir, key, dest)
@@ -260,7 +268,7 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
 
 def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, scene: str, dest: Path,
                cfg: RenderConfig, profile: Profile, manim_bin: str, row: dict, out_dir: Path, runner: Runner,
-               use_tex_cache: bool = False, onepass_req: dict | None = None) -> dict:
+               use_tex_cache: bool = False, observers: tuple = ()) -> dict:
     script = work / f"{sample_id}.py"
     script.write_text(script_text, encoding="utf-8")
     media_dir = work / "media"
@@ -289,11 +297,13 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     # text boxes (textboxes.py): only where the recorder is installed (the prefork child), so the script never
     # sees the request; the record leaves the scratch dir through textboxes.collect after the process is gone
     tb_plan = textboxes.plan(work, script_text) if _wants_text_boxes(cfg, row["backend"]) else None
+    # render-time observers (observers.py): asked for only where trusted code runs in the child, like text boxes
+    observed = observers if _child_installs(cfg, row["backend"]) else ()
     spec = sandbox.SandboxSpec(
         argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag, cfg.play_hashing),
         cwd=str(work),
         env=sandbox.scrub_env(os.environ, home=str(work), extra={
-            **(env_extra or {}), **(_onepass_env(work, scene, onepass_req) if onepass_req is not None else {}),
+            **(env_extra or {}), **child_env(observed, work, scene),
             **(tb_plan.env if tb_plan is not None else {})}),
         timeout_s=cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None,
         limits=limits,
@@ -307,10 +317,7 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         level=cfg.sandbox,
     )
     res = runner(spec)
-    if onepass_req is not None:
-        from prism_fast.audit.onepass import SIDE_NAME, read_side_file
-
-        row["_onepass_doc"] = read_side_file(work / SIDE_NAME)
+    collect_results(observed, work)  # only those asked for: no file the script alone could have written
     stderr_text = res.stderr.text()
     stdout_text = res.stdout.text()
     row.update(
@@ -340,7 +347,7 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         return row
 
     if res.returncode != 0:
-        if not stderr_text and stdout_text and not cfg.play_hashing and onepass_req is None:
+        if not stderr_text and stdout_text and not cfg.play_hashing and not observers:
             # The error text would come from stdout, which --disable_caching changes (manim logs "Caching
             # disabled." per play there): render_one re-runs the authors' exact command for this row.
             row["_rerender_hashed"] = True
@@ -370,15 +377,15 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     return row
 
 
+def _child_installs(cfg: RenderConfig, backend: str | None) -> bool:
+    """Whether trusted code can be installed in the render child before manim's ``main()``: the prefork child
+    only, and not where it hands the sample to bubblewrap (then the script's process is a plain ``manim``)."""
+    return backend == "prefork" and sandbox.effective_level(cfg.sandbox) != "bwrap"
+
+
 def _wants_text_boxes(cfg: RenderConfig, backend: str | None) -> bool:
-    """Text boxes are recorded by the prefork child only, and not where it hands the sample to bubblewrap."""
-    return bool(cfg.text_boxes) and backend == "prefork" and sandbox.effective_level(cfg.sandbox) != "bwrap"
-
-
-def _onepass_env(work: Path, scene: str, audit_cfg: dict) -> dict:
-    from prism_fast.audit.onepass import SIDE_NAME, request_env
-
-    return request_env(str(work / SIDE_NAME), scene, audit_cfg)
+    """Text boxes are recorded by the prefork child only (:func:`_child_installs`)."""
+    return bool(cfg.text_boxes) and _child_installs(cfg, backend)
 
 
 def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> None:
@@ -402,11 +409,14 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
         log.warning("tex cache: %s (%s)", note, row["id"])
 
 
-def prefork_worker(cfg: RenderConfig):
+def prefork_worker(cfg: RenderConfig, preload: tuple[str, ...] = ()):
     """A started ``worker.PreforkWorker`` whose import-time manim configuration matches this config's sample
-    directories. Pass its ``run`` as ``render_one(..., runner=worker.run)``; ``close()`` it when done."""
+    directories. Pass its ``run`` as ``render_one(..., runner=worker.run)``; ``close()`` it when done.
+    ``preload``: modules of the observers' child halves (observers.py), imported once by the server instead of
+    by every child that installs them."""
     from prism_fast.execute.worker import PreforkWorker
 
-    worker = PreforkWorker(_resolve_bin(cfg.manim_bin), manim_cfg=MANIM_CFG if cfg.disable_version_check else None)
+    worker = PreforkWorker(resolve_bin(cfg.manim_bin), manim_cfg=MANIM_CFG if cfg.disable_version_check else None,
+                           preload=preload)
     worker.start()
     return worker

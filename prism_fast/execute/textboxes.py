@@ -6,7 +6,7 @@ module records, for **every frame written to the video**, the pixel box of every
 text-like mobject, grouped by mobject, and hands the record to the trusted parent.
 
 Child side (:func:`install_from_env`, called by the prefork worker's forked child right before manim's CLI
-``main()``, like ``texcache.install_from_env`` and ``onepass.install_from_env``): passive wrappers around
+``main()``, like ``texcache.install_from_env`` and ``observers.install_from_env``): passive wrappers around
 methods of manim's Cairo renderer path (``encode_and_write_frame`` is wrapped only to count the frames the encoder
 got). Nothing they do changes a frame (tested: byte-identical mp4):
 

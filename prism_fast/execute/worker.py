@@ -45,12 +45,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # started as a script (the server): make the package importable, then hide it
     _ROOT = str(Path(__file__).resolve().parents[2])
     sys.path.insert(0, _ROOT)
-    from prism_fast.execute import sandbox, texcache, textboxes  # noqa: E402
-    from prism_fast.audit import onepass  # noqa: E402
+    from prism_fast.execute import observers, sandbox, texcache, textboxes  # noqa: E402
     sys.path.remove(_ROOT)
 else:
-    from prism_fast.execute import sandbox, texcache, textboxes
-    from prism_fast.audit import onepass
+    from prism_fast.execute import observers, sandbox, texcache, textboxes
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +130,7 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
         os.environ.clear()
         os.environ.update(job["env"])
         texcache.install_from_env()  # shared TeX SVG cache, when the parent asked for it (texcache.py)
-        onepass.install_from_env()  # one-pass audit observers, when the parent asked (audit/onepass.py)
+        observers.install_from_env()  # render-time observers, when the parent asked (observers.py)
         textboxes.install_from_env()  # text boxes of every written frame, when the parent asked (textboxes.py)
         sys.argv = [job["manim_bin"], *job["args"]]
         if "numpy" in sys.modules:  # a fresh interpreter seeds numpy's legacy global RNG from the OS
@@ -179,10 +177,11 @@ def _load_entry(entry: str):
     return getattr(importlib.import_module(module), function)(arg)
 
 
-def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim") -> None:
+def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", preload: tuple[str, ...] = ()) -> None:
     """The server loop: import manim (and the entry's modules), then one forked child per job, until the
     request pipe closes. ``entry``: ``manim`` (manim's CLI) or ``module:function:argument`` (another child main,
-    e.g. the spatial audit's, see :func:`_load_entry`)."""
+    e.g. the spatial audit's, see :func:`_load_entry`). ``preload``: modules of trusted code imported here once,
+    so that children do not import them each (e.g. a render observer's child half, ``observers.py``)."""
     t0 = time.perf_counter()
     from manim import __version__ as manim_version
 
@@ -192,6 +191,11 @@ def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim") -> No
         # What the console script's process has: its own directory first on sys.path.
         sys.path[0] = str(Path(manim_bin).resolve().parent)
         from manim.__main__ import main
+    if preload:
+        import importlib
+
+        for module in preload:
+            importlib.import_module(module)
 
     _send(resp_fd, {"ready": True, "manim": manim_version, "import_s": time.perf_counter() - t0})
     while True:
@@ -243,9 +247,10 @@ class PreforkWorker:
     backend_name = "prefork"
 
     def __init__(self, manim_bin: str, server_dir: str | None = None, start_timeout_s: float = 300,
-                 manim_cfg: str | None = None, entry: str = "manim"):
+                 manim_cfg: str | None = None, entry: str = "manim", preload: tuple[str, ...] = ()):
         self.manim_bin = os.path.abspath(manim_bin)
         self.entry = entry
+        self.preload = tuple(preload)  # trusted modules the server imports before forking (see serve)
         self.start_timeout_s = start_timeout_s
         self._own_dir = server_dir is None
         self.server_dir = Path(server_dir) if server_dir else Path(tempfile.mkdtemp(prefix="prism_fast_prefork_"))
@@ -268,7 +273,7 @@ class PreforkWorker:
         with open(self.server_dir / "server.log", "ab") as server_log:
             self.proc = subprocess.Popen(
                 [interpreter_of(self.manim_bin), str(Path(__file__).resolve()), str(req_r), str(resp_w),
-                 self.manim_bin, self.entry],
+                 self.manim_bin, self.entry, *self.preload],
                 cwd=str(self.server_dir), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=server_log, pass_fds=(req_r, resp_w), start_new_session=True,
                 preexec_fn=sandbox.die_with_parent,  # the server (and its samples) never outlive this process
@@ -367,4 +372,4 @@ class PreforkWorker:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
+    serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], *sys.argv[4:5], preload=tuple(sys.argv[5:]))

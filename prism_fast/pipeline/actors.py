@@ -86,44 +86,23 @@ class RenderActor:
         if prefork:
             import atexit
 
+            from prism_fast.audit.onepass import PRELOAD
             from prism_fast.execute.render import prefork_worker
 
-            self.worker = prefork_worker(render_cfg)
+            self.worker = prefork_worker(render_cfg, preload=PRELOAD if onepass is not None else ())
             atexit.register(self.close)  # a worker process told to exit (ray.shutdown) takes its manim server along
 
     @contained(_render_fallback)
     def render(self, sample_id: str, script: str) -> dict:
-        from prism_fast.execute.render import render_one
+        from prism_fast.audit.onepass import render_and_hand_off
         from prism_fast.execute.taxonomy import taxonomy_fields
 
         runner = self.worker.run if self.worker is not None else None
-        row = render_one(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner=runner,
-                         onepass=self.onepass)
-        if self.onepass is None:  # audit.one_pass=off (or no audit): the old two-execution behaviour
-            from prism_fast.audit.onepass import _executed
-
-            row.update(onepass="off", onepass_reasons=["one_pass:off"],
-                       manim_executions=row.get("manim_executions") or int(_executed(row)))
-        shared = row.pop("_onepass_audit", None)
-        if shared is not None:  # the audit stage picks this row up instead of executing the script again
-            from prism_fast.audit.onepass import store_shared_audit
-
-            store_shared_audit(sample_id, script, shared, self.audit_dir, self.onepass)
-        elif self.auditor is not None:  # not shared: the separate audit, now, in this actor (same core call)
-            from prism_fast.audit.onepass import store_separate_audit
-
-            try:
-                store_separate_audit(sample_id, script, self.auditor.audit(sample_id, script), self.audit_dir,
-                                     self.onepass)
-            except Exception:  # noqa: BLE001 - never costs the exec row: the audit stage audits it instead
-                import logging
-
-                logging.getLogger(__name__).warning("early audit of %s failed; left to the audit stage",
-                                                    sample_id, exc_info=True)
-        if isinstance(row.get("onepass_reasons"), list):
-            import json
-
-            row["onepass_reasons"] = json.dumps(row["onepass_reasons"])
+        # the render, with the one-pass audit's observer and hand-off when on (audit/onepass.py); a sample the
+        # render could not audit is audited right here by the same core call as the audit stage's
+        row = render_and_hand_off(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner,
+                                  self.onepass, self.audit_dir,
+                                  self.auditor.audit if self.auditor is not None else None)
         # Classification needs only the script and the render row (execution.md §8).
         row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
         return row
@@ -143,9 +122,9 @@ class _Auditor:
         if cache_dir:  # audit cache (audit/cache.py): a sweep over metric settings re-runs no audit
             from prism_fast.audit.cache import AuditCache
             from prism_fast.execute.fingerprint import fingerprint_hash
-            from prism_fast.execute.render import _resolve_bin
+            from prism_fast.execute.render import resolve_bin
 
-            self.cache, self.env = AuditCache(cache_dir), fingerprint_hash(_resolve_bin("manim"))
+            self.cache, self.env = AuditCache(cache_dir), fingerprint_hash(resolve_bin("manim"))
 
     def audit(self, sample_id: str, script: str) -> dict:
         from pathlib import Path

@@ -212,10 +212,10 @@ def render_config_from_mapping(r: dict, runs_root: Path):
     tex_cache_dir = None
     if tex.get("enabled"):
         from prism_fast.execute.fingerprint import fingerprint_hash
-        from prism_fast.execute.render import _resolve_bin
+        from prism_fast.execute.render import resolve_bin
 
         # one directory per render environment (manim, TeX, dvisvgm, fonts): an upgrade never reuses entries
-        fp = fingerprint_hash(_resolve_bin(r.get("manim_bin") or "manim"))
+        fp = fingerprint_hash(resolve_bin(r.get("manim_bin") or "manim"))
         tex_cache_dir = str((Path(tex.get("dir") or (runs_root / ".cache" / "tex")) / fp).resolve())
     kwargs = dict(
         quality_flag=f"-{r.get('quality', 'ql')}",

@@ -1,4 +1,4 @@
-"""One Manim execution per sample (audit/onepass.py): the -ql render yields the audit report where provably
+"""One Manim execution per sample (audit/onepass*.py): the -ql render yields the audit report where provably
 identical, and the decision rule sends every frame-rate / canvas dependent scene to the separate audit.
 
 Real renders (prefork worker) and real audits; one worker and every render shared through a module fixture."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prism_fast.audit import onepass
+from prism_fast.audit import onepass, onepass_store
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.runner import audit_one
 from prism_fast.profile import REFERENCE, resolve_profile
@@ -66,18 +66,24 @@ class Broken(Scene):
 def runs(tmp_path_factory):
     from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
 
+    from prism_fast.audit.onepass import render_with_onepass
+
     base = tmp_path_factory.mktemp("onepass")
     cfg = RenderConfig()
     acfg = AuditConfig().to_dict()
-    worker = prefork_worker(cfg)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)  # (test_textboxes.py renders one pass without)
     out = {}
     try:
         for name, script in (("plain", PLAIN), ("failing", FAILING),
                              ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
-            out[name] = render_one(f"S-{name}", script, base / "onepass", cfg, runner=worker.run, onepass=acfg)
-        # past the static rule: the observers themselves must refuse this one
+            out[name] = render_with_onepass(f"S-{name}", script, base / "onepass", cfg, REFERENCE, None, worker.run,
+                                            acfg)
+        # past the static rule: the observers themselves must refuse this one (the render's observer extension
+        # point, execute/observers.py, driven directly)
+        watch = onepass.observer(acfg)
         out["dynamic"] = render_one("S-dynamic", DYNAMIC, base / "onepass", cfg, runner=worker.run,
-                                    _onepass_req=acfg)
+                                    observers=(watch,))
+        out["dynamic_doc"] = watch.result
         out["plain_ref"] = render_one("S-plain", PLAIN, base / "plain", cfg, runner=worker.run)
         out["failing_ref"] = render_one("S-failing", FAILING, base / "plain", cfg, runner=worker.run)
     finally:
@@ -106,12 +112,12 @@ def test_plain_scene_shares_the_render_and_matches_the_audit_only_report(runs):
     only = runs["plain_audit"]
     only_text = Path(runs["base"] / "audit_only" / "audits" / "S-plain" / "audit_report.json").read_text(
         encoding="utf-8")
-    assert onepass.report_text(shared["report"]) == only_text
+    assert onepass_store.report_text(shared["report"]) == only_text
     assert only["segment_count"] == 2 and only["visual_issue_total"] > 0
     # the stored audit row equals the audit-only row in every field of the authors' row
     work = runs["base"] / "pipeline_audit"
     acfg = AuditConfig().to_dict()
-    onepass.store_shared_audit("S-plain", PLAIN, shared, work, acfg)
+    onepass_store.store_shared_audit("S-plain", PLAIN, shared, work, acfg)
     loaded = onepass.load_shared_audit("S-plain", PLAIN, work, {**acfg, "one_pass": "auto"})
     assert loaded["audit_pass"] == "shared"
     for key in ("audit_success", "segment_count", "visual_structure_rate", "visual_structure_pass",
@@ -137,7 +143,7 @@ def test_runtime_guards_catch_an_updater_and_a_canvas_dependent_text(runs):
     row = runs["dynamic"]
     assert "attr:add_updater" in onepass.static_reasons(DYNAMIC)
     assert row["success"], row["error"]
-    reasons = row["_onepass_doc"]["reasons"]
+    reasons = runs["dynamic_doc"]["reasons"]
     assert "mobject_updater" in reasons and "text_depends_on_canvas" in reasons
     # the plain scene's observers found nothing
     assert runs["plain"]["onepass_reasons"] == []
@@ -191,12 +197,22 @@ def test_default_is_auto():
 
 
 def test_side_file_round_trip(tmp_path):
-    path = tmp_path / onepass.SIDE_NAME
-    assert onepass.read_side_file(path) is None
+    from prism_fast.execute.observers import collect_results, out_file
+
+    watch = onepass.observer(AuditConfig().to_dict())
+    path = out_file(tmp_path, watch)
+    assert path.name == ".prism_fast_onepass.json"  # the name the tamper rule's strings cover
+    collect_results([watch], tmp_path)
+    assert watch.result is None
     path.write_text("not json", encoding="utf-8")
-    assert onepass.read_side_file(path) is None
+    collect_results([watch], tmp_path)
+    assert watch.result is None
+    path.write_text(json.dumps(["not", "an", "object"]), encoding="utf-8")
+    collect_results([watch], tmp_path)
+    assert watch.result is None
     path.write_text(json.dumps({"reasons": [], "report": {"A": {}}}), encoding="utf-8")
-    assert onepass.read_side_file(path)["report"] == {"A": {}}
+    collect_results([watch], tmp_path)
+    assert watch.result["report"] == {"A": {}}
 
 
 def test_summary_counts_manim_executions_per_sample():

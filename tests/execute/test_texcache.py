@@ -204,12 +204,12 @@ def test_harvest_with_a_relative_cache_dir(tmp_path, monkeypatch):
 
 
 def test_render_cache_never_stores_private_fields(tmp_path):
-    """A caller's private field (``_onepass_doc``, popped after render_one returns) must not be written into a
+    """A caller's private field (e.g. ``_onepass_audit``, popped by the caller) must not be written into a
     render cache entry, or a later hit would carry it into the exec rows."""
     from prism_fast.execute.cache import RenderCache
 
     cache = RenderCache(tmp_path)
-    row = {"id": "a", "success": False, "error_kind": "exit_nonzero", "_onepass_doc": {"report": {}}}
+    row = {"id": "a", "success": False, "error_kind": "exit_nonzero", "_onepass_audit": {"report": {}}}
     assert cache.put("ab" * 32, row)
     hit = cache.get("ab" * 32, tmp_path / "a.mp4")
-    assert hit is not None and "_onepass_doc" not in hit and hit["cache_hit"] is True
+    assert hit is not None and "_onepass_audit" not in hit and hit["cache_hit"] is True

@@ -399,6 +399,8 @@ def _decoded_gray(video: Path) -> list[np.ndarray]:
 @pytest.mark.slow
 def test_sandboxed_render_hands_off_boxes_of_every_decoded_frame(prefork, geometry_raw):
     from prism_fast.audit.config import AuditConfig
+    from prism_fast.audit.onepass import render_with_onepass
+    from prism_fast.profile import REFERENCE
 
     cfg, worker, base = prefork
     row = render_one("GEO", GEOMETRY, base / "on", cfg, runner=worker.run)
@@ -418,7 +420,8 @@ def test_sandboxed_render_hands_off_boxes_of_every_decoded_frame(prefork, geomet
     assert Path(off["video_path"]).read_bytes() == video.read_bytes()
     assert not sidecar_path(off["video_path"]).exists()
     # with the one-pass audit in the same child: still shared, same boxes
-    one = render_one("GEO", GEOMETRY, base / "onepass", cfg, runner=worker.run, onepass=AuditConfig().to_dict())
+    one = render_with_onepass("GEO", GEOMETRY, base / "onepass", cfg, REFERENCE, None, worker.run,
+                              AuditConfig().to_dict())
     assert one["onepass"] == "shared", one["onepass_reasons"]
     assert Path(one["video_path"]).read_bytes() == video.read_bytes()
     assert json.loads(sidecar_path(one["video_path"]).read_text())["runs"] == doc["runs"]

@@ -86,6 +86,10 @@ def test_samples_the_render_could_not_audit_are_audited_by_the_render_actor(refe
     au = {r["id"]: r for r in store.read("audit").to_pylist()}
     separate = sorted((r["wall_s"], sid) for sid, r in ex.items() if r["onepass"] != "shared")
     assert separate, "the bundled set has scenes with updaters, which the render cannot audit"
+    shared = [sid for sid, r in ex.items() if r["onepass"] == "shared"]
+    assert len(shared) > len(separate), "most bundled scenes share their render with the audit"
+    lost = {sid: r["onepass_reasons"] for sid, r in ex.items() if "no_side_file" in (r["onepass_reasons"] or "")}
+    assert not lost, lost  # every observed render left its observer's result (execute/observers.py)
     pending = model_output_dir(opts) / "audit" / "onepass"
     for _, sid in separate:
         assert au[sid]["audit_pass"] == "separate"
