@@ -110,7 +110,7 @@ def _audit_finish(row: dict) -> dict:
     return finish_row(row)
 
 
-# -- PADVC (padvc.md §2, §10): gate and PVD in the driver, video + OCR on actors --------------------------------------
+# -- PADVC (padvc.md §2, §10): gate and PVD in the driver, video + OCR on actors ------------------------------------
 def _padvc_rows(run: StageRun, jobs: list[Job]):
     from prism_fast.metrics.padvc_run import padvc_settings, plan_padvc, pvd_config
     from prism_fast.metrics.pvd import PvdCalculator
@@ -131,7 +131,8 @@ def _padvc_actor(run: StageRun):
     opts = run.opts
     s = padvc_settings(opts.config_snapshot)
     params = padvc_params_by_lang(opts.config_snapshot)
-    ocr_dir, frames_dir = ocr_cache_dir(s, Path(opts.run_dir)), frame_cache_dir(s, opts.config_snapshot, opts.run_dir)
+    ocr_dir = ocr_cache_dir(s, Path(opts.run_dir))
+    frames_dir = frame_cache_dir(s, opts.config_snapshot, opts.run_dir)
     n = int(s.get("workers") or _cpus())
     actor_opts = _gpu_share(opts, n)
     return (lambda: PadvcActor.options(**actor_opts).remote(s, opts.profile, params, ocr_dir, frames_dir, opts.decoder,

@@ -32,7 +32,8 @@ from pathlib import Path
 from prism_fast.generate.client import ChatClient
 from prism_fast.generate.outputs import format_generation_summary, summarize_generation, write_atomic, write_responses
 from prism_fast.generate.rounds import RoundTools, TaskRunner, gen_dir
-from prism_fast.generate.rows import PAPER_TEMPERATURE, effective_timeout, got_answer, is_call_failure, stored_request_problems
+from prism_fast.generate.rows import (PAPER_TEMPERATURE, effective_timeout, got_answer, is_call_failure,
+                                     stored_request_problems)
 from prism_fast.generate.selfdebug import exec_spatial_at_k, format_at_k, sample_of
 from prism_fast.pipeline.options import GenerateOptions, eval_command, generate_options_from_config
 from prism_fast.store import ResultsStore
