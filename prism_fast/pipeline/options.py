@@ -247,7 +247,7 @@ class GenerateOptions:
     concurrency: int
     rounds: int
     languages: list[str]
-    dataset: object  # pipeline.run.DatasetOptions
+    dataset: DatasetOptions
     profile: Profile
     render: object = None  # execute.render.RenderConfig (rounds > 1)
     audit_cfg: object = None  # audit.config.AuditConfig (rounds > 1)
