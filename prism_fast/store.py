@@ -332,6 +332,15 @@ class ResultsStore:
             table = table.take(pa.array(keep, type=pa.int64()))
         return table
 
+    def rows(self, stage: str, model: str | None = None) -> list[dict]:
+        """The rows of :meth:`read` as dicts (key order), only ``model``'s when given."""
+        rows = self.read(stage).to_pylist()
+        return rows if model is None else [r for r in rows if r["model"] == model]
+
+    def rows_by_key(self, stage: str, model: str) -> dict[tuple[str, str], dict]:
+        """``model``'s rows of a stage keyed by (lang, id): how a later stage joins an earlier one's rows."""
+        return {(r["lang"], r["id"]): r for r in self.rows(stage, model)}
+
     def read_pandas(self, stage: str):
         return self.read(stage).to_pandas()
 

@@ -41,6 +41,20 @@ def test_newest_row_wins_and_done_keys(tmp_path):
     assert store.read("exec", dedupe=False).num_rows == 3
 
 
+def test_rows_of_one_model_keyed_for_joins(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.append("exec", [_exec_row(1, status="error", error="boom"), _exec_row(2, lang="zh"),
+                          _exec_row(1, model="other")])
+    store.append("exec", [_exec_row(1)])  # a retried failure: the newest row is the one joined
+    assert [(r["model"], r["lang"], r["id"]) for r in store.rows("exec")] == [
+        ("m1", "en", "S-0001"), ("m1", "zh", "S-0002"), ("other", "en", "S-0001")]
+    assert [r["model"] for r in store.rows("exec", "other")] == ["other"]
+    by_key = store.rows_by_key("exec", "m1")
+    assert sorted(by_key) == [("en", "S-0001"), ("zh", "S-0002")]
+    assert by_key[("en", "S-0001")]["status"] == "ok" and by_key[("en", "S-0001")]["error"] is None
+    assert store.rows_by_key("exec", "nobody") == {} and store.rows("audit", "m1") == []
+
+
 def test_validation(tmp_path):
     store = ResultsStore(tmp_path)
     with pytest.raises(KeyError, match="unknown field"):

@@ -3,7 +3,7 @@
 The paper evaluates first attempts only. With ``generate.rounds=k`` each round's cleaned script is rendered and
 audited; a failed render returns its error tail, a spatial failure returns the audit findings as text, an empty
 reply says that no program was found. The loop stops for a task once a round passes Exec and Spatial (or the
-provider fails). Pure functions only: the driver is ``prism_fast.pipeline.generate_run``.
+provider fails). Pure functions only: the loop is ``rounds.py``, the driver ``prism_fast.pipeline.generate_run``.
 
 Exec@k / Spatial@k (:func:`exec_spatial_at_k`): the share of tasks whose program rendered (passed Spatial) in
 **some** round ≤ k. Rounds after a task stopped count as carrying its last outcome, so the curves never drop.

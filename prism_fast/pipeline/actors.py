@@ -182,3 +182,18 @@ class VideoMetricsActor:
                            decoder=self.decoder, device=self.device)
         row.update(pixel_threshold=self.tau, device=self.device)
         return row
+
+
+@ray.remote(num_cpus=1, **RESTARTS)
+class PadvcActor:
+    """PADVC over one gated video (``metrics.padvc_run.PadvcWorker``: OCR engine loaded once per actor)."""
+
+    def __init__(self, settings: dict, profile: Profile, params_by_lang: dict, ocr_cache_dir: str | None,
+                 frame_cache_dir: str | None, decoder: str, device: str):
+        from prism_fast.metrics.padvc_run import PadvcWorker
+
+        self.worker = PadvcWorker(settings, profile, ocr_cache_dir, frame_cache_dir, decoder, device)
+        self.params_by_lang = params_by_lang
+
+    def padvc(self, sample_id: str, lang: str, base: dict, pvd_fields: dict) -> dict:
+        return self.worker.score(base, pvd_fields, self.params_by_lang[lang])

@@ -29,30 +29,6 @@ def _write_jsonl(path: Path, rows) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def padvc_reference_record(task, video_path: str | None, worker, pvd_calc, profile) -> dict:
-    """One ``padvc_reference_raw_scores.jsonl`` record (§11)."""
-    from prism_fast.metrics.padvc import VideoDecodeError
-
-    rec = {"id": task.id, "source_id": task.id, "language": task.language, "video_path": video_path}
-    if not video_path or not Path(video_path).exists():
-        rec.update(status="error", error="FileNotFoundError: video missing")
-        return rec
-    try:
-        pvd = pvd_calc.compute(task.instruction)
-        details = worker.details(video_path, pvd)
-    except VideoDecodeError as exc:
-        if profile.fixes("Q-PADVC-3"):   # improved: excluded from the fit
-            rec.update(status="error", error=f"RuntimeError: video decode failed ({exc})")
-        else:                            # reference: evaluate_single returned 0.0, which enters the fit
-            rec.update(status="ok", padvc_raw=0.0)
-        return rec
-    except Exception as exc:  # noqa: BLE001 - recorded per row, as the toolkit's pool does
-        rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
-        return rec
-    rec.update(status="ok", padvc_raw=float(details["padvc_raw"]))
-    return rec
-
-
 def fit_preflight_videos(tasks, exec_rows: dict, run_dir: Path, model: str) -> set[str]:
     """Ids of the selected tasks whose reference video exists; stops with the fix when there is none."""
     have = {t.id for t in tasks
@@ -75,7 +51,8 @@ def fit_reference_from_config(cfg) -> dict:
     from prism_fast.metrics.padvc import fit_padvc_reference
     from prism_fast.metrics.pvd import PvdCalculator
     from prism_fast.metrics.td import fit_td_reference, reference_record
-    from prism_fast.pipeline.padvc_stage import PadvcWorker, frame_cache_dir, padvc_settings, pvd_config
+    from prism_fast.metrics.padvc_run import (PadvcWorker, frame_cache_dir, ocr_cache_dir, padvc_reference_record,
+                                              padvc_settings, pvd_config, pvd_preflight)
     from prism_fast.pipeline.run import options_from_config, select_run_tasks
     from prism_fast.store import ResultsStore
 
@@ -89,7 +66,7 @@ def fit_reference_from_config(cfg) -> dict:
     out_dir = Path(fr.get("out") or (run_dir / "fit_reference"))
     profile = opts.profile
     store = ResultsStore(run_dir)
-    exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
+    exec_rows = store.rows_by_key("exec", opts.model_name)
     tasks = select_run_tasks(opts, run_dir)
     do_padvc = bool(fr.get("padvc", True))
     do_td = bool(fr.get("td", True))
@@ -100,14 +77,12 @@ def fit_reference_from_config(cfg) -> dict:
     # What PADVC needs, checked before anything is fitted or written (it used to fail only at the end with
     # "PADVC fit: no usable rows (0 ok of 2)", the cause inside a JSONL file): the OCR engine and the PVD
     # embedding models for the prompts of the tasks that have a video.
-    s = padvc_settings(opts)
+    s = padvc_settings(opts.config_snapshot)
     worker = pvd_calc = None
     if do_padvc:
-        from prism_fast.pipeline.padvc_stage import pvd_preflight
-
         try:
-            worker = PadvcWorker(s, profile, str(Path(s.get("ocr_cache_dir") or (run_dir / "ocr_cache")).absolute()),
-                                 frame_cache_dir(s, opts), "opencv", opts.metrics_device)
+            worker = PadvcWorker(s, profile, ocr_cache_dir(s, run_dir),
+                                 frame_cache_dir(s, opts.config_snapshot, opts.run_dir), "opencv", opts.metrics_device)
         except Exception as exc:  # noqa: BLE001 - re-raised as the message a user can act on
             raise SystemExit(f"fit-reference: PADVC's OCR engine ({s.get('ocr_backend', 'rapidocr')}) did not start: "
                              f"{type(exc).__name__}: {exc}\nFix the metrics.padvc.ocr* settings (`prism-fast doctor` "

@@ -173,7 +173,7 @@ class RunFingerprints:
 
     def register(self, store, stages=EVAL_STAGES) -> None:
         """Store each settings dict once (``settings`` stage, id = its hash), so later runs can name changes."""
-        have = {(r["lang"], r["id"]) for r in store.read("settings").to_pylist() if r["model"] == self.model}
+        have = set(store.rows_by_key("settings", self.model))
         rows = [{"model": self.model, "lang": lang, "id": sha, "status": "ok", "stage": stage,
                  "settings": canonical_json(self.settings[stage][lang])}
                 for stage in stages for lang, sha in self.settings_sha[stage].items() if (lang, sha) not in have]
@@ -201,8 +201,7 @@ class RunFingerprints:
                 continue
             if ssha != want_s:
                 if registry is None:
-                    registry = {(r["lang"], r["id"]): r["settings"] for r in store.read("settings").to_pylist()
-                                if r["model"] == self.model}
+                    registry = {k: r["settings"] for k, r in store.rows_by_key("settings", self.model).items()}
                 stored = registry.get((lang, ssha))
                 if stored is None:
                     out.unknown += 1

@@ -1,8 +1,10 @@
-"""Generic driver loop of one actor-backed stage: skip finished keys, fan jobs out over actors with bounded
-in-flight work, stream rows into the store, turn a lost job into an error row."""
+"""The generic driver loop of a stage: the :class:`Stage` record (the table of ``eval``'s stages is
+``pipeline/eval_stages.py``), :func:`run_stage` over it, and the actor loop underneath: skip finished keys, fan
+jobs out over actors with bounded in-flight work, stream rows into the store, turn a lost job into an error row."""
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -15,6 +17,76 @@ class Job:
     lang: str
     id: str
     args: tuple  # passed to the actor method after the id
+
+
+@dataclass
+class StageRun:
+    """What every stage of one ``eval`` sees: its options, store, selection and settings fingerprints."""
+
+    opts: Any  # pipeline.options.EvalOptions
+    store: ResultsStore
+    tasks: list  # dataset.loader.Task
+    inputs: list  # execute.inputs.ScriptInput, one per task
+    fps: Any = None  # pipeline.settings.RunFingerprints; None = untagged rows (library use)
+    progress: Any = None  # pipeline.progress.StageProgress
+
+    @functools.cached_property
+    def _tasks_by_id(self) -> dict:
+        return {t.id: t for t in self.tasks}
+
+    def task(self, sample_id: str):
+        return self._tasks_by_id[sample_id]
+
+    def expected(self, stage: str):
+        return self.fps.expected(stage) if self.fps is not None else None
+
+    def tagger(self, stage: str):
+        return (lambda lang, sid: self.fps.tag(stage, lang, sid)) if self.fps is not None else None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of ``eval``: the table in ``pipeline/eval_stages.py`` lists them in funnel order.
+
+    ``jobs``: one job per selected task (the ones whose row is current are skipped here, generically).
+    ``rows``: splits the pending jobs into rows known without a worker (no script, a failed gate) and the jobs
+    left for the workers. ``actor``: (make_actor, method, n_actors) of a Ray-backed stage; a stage without one
+    runs ``row`` per job in the driver. ``lost``: the fields of a job whose worker never returned; ``finish``:
+    what every worker row goes through before it is stored."""
+
+    name: str  # the store's stage, the timings key
+    enabled: Callable[[Any], bool]  # options -> on?
+    jobs: Callable[[StageRun], Iterable[Job]]
+    rows: Callable[[StageRun, list[Job]], tuple[list[dict], list[Job]]] | None = None
+    actor: Callable[[StageRun], tuple[Callable[[], Any], str, int]] | None = None
+    row: Callable[[StageRun, Job], dict] | None = None
+    lost: Callable[[Job, BaseException], dict] | None = None
+    finish: Callable[[dict], dict] | None = None
+    label: str | None = None  # progress bar label (default: name)
+
+
+def run_stage(stage: Stage, run: StageRun) -> None:
+    """Run one stage over the pending jobs of ``run`` and store its rows."""
+    opts = run.opts
+    jobs = pending_jobs(run.store, stage.name, opts.model_name, stage.jobs(run), opts.retry_failed,
+                        run.expected(stage.name))
+    immediate, jobs = stage.rows(run, jobs) if stage.rows is not None else ([], jobs)
+    tag = run.tagger(stage.name)
+    if stage.actor is None:  # cheap: in the driver, one row per job
+        sink = RowSink(run.store, stage.name)
+        bar = run.progress(stage.label or stage.name, len(jobs))
+        for job in jobs:
+            row = stage.row(run, job)
+            if tag is not None:
+                row.update(tag(job.lang, job.id))
+            sink.add(row)
+            bar.update(1, failed=row["status"] != "ok")
+        sink.flush()
+        bar.close()
+        return
+    make_actor, method, n = stage.actor(run)
+    run_actor_stage(stage.name, run.store, opts.model_name, opts.profile.name, jobs, make_actor, method, n,
+                    run.progress, immediate, stage.lost, transform=stage.finish, tag=tag)
 
 
 class RowSink:

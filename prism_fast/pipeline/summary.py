@@ -25,7 +25,7 @@ def _rows(store: ResultsStore, stage: str, model: str, current: dict | None = No
     (counted in ``left_out``), so the summary never reports a stale number."""
     if stage not in STAGE_FIELDS:
         return {}
-    rows = {(r["lang"], r["id"]): r for r in store.read(stage).to_pylist() if r["model"] == model}
+    rows = store.rows_by_key(stage, model)
     want = (current or {}).get(stage)
     if want is None:
         return rows
@@ -39,7 +39,7 @@ def _rows(store: ResultsStore, stage: str, model: str, current: dict | None = No
 def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings: dict[str, float],
                   current: dict | None = None) -> dict:
     wanted = set(task_ids)
-    tasks = [r for r in store.read("tasks").to_pylist() if r["model"] == model and r["id"] in wanted]
+    tasks = [r for r in store.rows("tasks", model) if r["id"] in wanted]
     left_out: dict[str, int] = {}
     exec_rows, audit_rows = _rows(store, "exec", model, current, left_out), _rows(store, "audit", model, current, left_out)
     td_rows, te_rows = _rows(store, "td", model, current, left_out), _rows(store, "text_expand", model, current, left_out)

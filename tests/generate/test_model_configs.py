@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from prism_fast.generate.client import THINKING_STYLES, ChatEndpoint, request_body
-from prism_fast.pipeline.generate_run import endpoint_from_mapping
+from prism_fast.pipeline.options import endpoint_from_mapping
 from tests.generate.conftest import compose_cfg
 
 PROVIDERS = ("openai", "anthropic", "gemini", "deepseek", "qwen", "kimi", "glm")

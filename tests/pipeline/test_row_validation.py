@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import types
 from pathlib import Path
 
@@ -115,23 +114,28 @@ def _core_rows(tmp_path: Path, monkeypatch) -> list[tuple[str, str, dict]]:
     from prism_fast.metrics import text_expand as te
     from prism_fast.metrics.padvc import base_fields, error_row, gate_error
     from prism_fast.metrics.td import TD_FIT_SENSITIVE, TDParams, score_td_row
-    from prism_fast.pipeline import actors, run, stages
-    from prism_fast.pipeline.padvc_stage import PadvcWorker, padvc_lost_row
+    from prism_fast.audit import stage as audit_stage
+    from prism_fast.execute import stage as exec_stage
+    from prism_fast.metrics.padvc_run import PadvcWorker
+    from prism_fast.metrics.stage import text_expand_stage_row
+    from prism_fast.pipeline import actors, stages
+    from prism_fast.pipeline.eval_stages import STAGES
     from prism_fast.pipeline.streaming import WorkerKilledBySample
 
     out: list[tuple[str, str, dict]] = []
     job = stages.Job("en", "X", ("en", {"id": "X", "render_success": True, "video_path": "/nope.mp4"}))
     lost = RuntimeError("worker died")
+    lost_fields = {s.name: s.lost for s in STAGES}  # the stage table's hooks for a job whose worker never returned
 
     # pipeline-level rows: no script, lost workers, contained exceptions
-    out.append(("exec", "no_script", normalize_status(run.exec_no_script_row("en", "X", "missing"), "exec_status")))
+    out.append(("exec", "no_script", exec_stage.finish_row(exec_stage.no_script_row("en", "X", "missing"))))
     out.append(("exec", "killed", {"status": "error", "error_kind": "worker_killed_by_sample", "error_detail": "x",
-                                   **run._exec_lost_row(job, WorkerKilledBySample(2, lost))}))
-    out.append(("exec", "lost", {"status": "error", "error_kind": "worker_lost", **run._exec_lost_row(job, lost)}))
-    out.append(("audit", "no_script", normalize_status(run.audit_no_script_row("en", "X"), "audit_status")))
-    out.append(("audit", "lost", {"status": "error", "error_kind": "worker_lost", **run.audit_lost_row(job, lost)}))
-    out.append(("td", "lost", {"status": "error", "error_kind": "worker_lost", **run.td_lost_row(job, lost)}))
-    out.append(("padvc", "lost", {"status": "error", "error_kind": "worker_lost", **padvc_lost_row(job, lost)}))
+                                   **lost_fields["exec"](job, WorkerKilledBySample(2, lost))}))
+    out.append(("exec", "lost", {"status": "error", "error_kind": "worker_lost", **lost_fields["exec"](job, lost)}))
+    out.append(("audit", "no_script", normalize_status(audit_stage.no_script_row("en", "X"), "audit_status")))
+    out.append(("audit", "lost", {"status": "error", "error_kind": "worker_lost", **lost_fields["audit"](job, lost)}))
+    out.append(("td", "lost", {"status": "error", "error_kind": "worker_lost", **lost_fields["td"](job, lost)}))
+    out.append(("padvc", "lost", {"status": "error", "error_kind": "worker_lost", **lost_fields["padvc"](job, lost)}))
 
     def boom(self, sample_id, *args):
         raise RecursionError("maximum recursion depth exceeded")
@@ -147,8 +151,8 @@ def _core_rows(tmp_path: Path, monkeypatch) -> list[tuple[str, str, dict]]:
     for what, code, prompt in (("ok", TINY, "Draw a square."), ("recursive", RECURSIVE, "Label it."),
                                ("syntax", SYNTAX_ERROR, "Draw."), ("missing", None, "Draw.")):
         for profile in (REFERENCE, IMPROVED):
-            row = run.text_expand_stage_row(types.SimpleNamespace(profile=profile, model_name="m"),
-                                            types.SimpleNamespace(id="X", instruction=prompt, language="en"), "en", code)
+            row = text_expand_stage_row(types.SimpleNamespace(id="X", instruction=prompt, language="en"), "en", code,
+                                        profile, "m")
             out.append(("text_expand", f"{what}/{profile.name}", row))
     with monkeypatch.context() as m:
         m.setattr(te, "extract_display_text", lambda code, profile: (_ for _ in ()).throw(RecursionError("deep")))
@@ -156,8 +160,8 @@ def _core_rows(tmp_path: Path, monkeypatch) -> list[tuple[str, str, dict]]:
         assert row["status"] == "parse_fail" and row.get("parse_error")
         out.append(("text_expand", "parse_fail", normalize_status(row, "text_expand_status")))
         m.setattr(te, "text_expand_row", lambda *a, **k: (_ for _ in ()).throw(RecursionError("deeper")))
-        row = run.text_expand_stage_row(types.SimpleNamespace(profile=REFERENCE, model_name="m"),
-                                        types.SimpleNamespace(id="X", instruction="Draw.", language="en"), "en", TINY)
+        row = text_expand_stage_row(types.SimpleNamespace(id="X", instruction="Draw.", language="en"), "en", TINY,
+                                    REFERENCE, "m")
         assert row["error_kind"] == "stage_exception"
         out.append(("text_expand", "stage_exception", row))
 
@@ -214,7 +218,10 @@ def _core_rows(tmp_path: Path, monkeypatch) -> list[tuple[str, str, dict]]:
 
 def _generate_rows(tmp_path: Path) -> list[tuple[str, str, dict]]:
     from prism_fast.generate.client import CallResult
-    from prism_fast.pipeline.generate_run import SelfDebugSettings, _generation_row, _TaskRunner, endpoint_from_mapping
+    from prism_fast.generate.rounds import SelfDebugSettings, TaskRunner
+    from prism_fast.generate.rows import generation_row
+    from prism_fast.pipeline.generate_run import round_tools
+    from prism_fast.pipeline.options import endpoint_from_mapping
 
     endpoint = endpoint_from_mapping({"name": "m", "endpoint": {"base_url": "http://127.0.0.1:9/v1", "model_id": "m"}},
                                      {})
@@ -227,12 +234,12 @@ def _generate_rows(tmp_path: Path) -> list[tuple[str, str, dict]]:
         calls = {"connection_error": CallResult(ok=False, error_kind="connection_error", error="refused", attempts=3),
                  "empty": CallResult(ok=True, content="", attempts=1, usage={"prompt_tokens": 1}),
                  "ok": CallResult(ok=True, content=f"```python\n{TINY}```", attempts=1)}
-        runner = _TaskRunner(opts, None, None, None, {}, {}, threading.Semaphore(1), 600.0)
+        runner = TaskRunner(opts, None, None, None, {}, {}, round_tools(opts), 600.0)
         for what, call in calls.items():
-            row = _generation_row(opts, task, 1, "Draw.", messages, call, "t0", 600.0)
+            row = generation_row("m", endpoint, profile, task, 1, "Draw.", messages, call, "t0", 600.0)
             out.append(("generate", f"{what}/{profile.name}", row))
             if what != "ok":  # self-debugging outcome of a round without a script (no render needed)
-                out.append(("selfdebug", f"{what}/{profile.name}", runner._evaluate_round(task, 1, row)))
+                out.append(("selfdebug", f"{what}/{profile.name}", runner.evaluate_round(task, 1, row)))
     return out
 
 

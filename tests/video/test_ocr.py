@@ -108,7 +108,7 @@ def test_cache_file_format_and_rerun(ocr_run, decode_video):
 def test_worker_rows_share_frame_cache(ocr_run, decode_video, tmp_path):
     """The stage's worker (reference and improved) reuses the content-keyed frame cache: no new OCR call for
     the reference signature; improved (detection-only, Q-PADVC-15) has its own signature."""
-    from prism_fast.pipeline.padvc_stage import PadvcWorker
+    from prism_fast.metrics.padvc_run import PadvcWorker
 
     w = PadvcWorker({"ocr": {"provider": "cpu"}}, REFERENCE, str(tmp_path / "oc"), str(ocr_run["frame_dir"]))
     base = {"detail_version": 4, "id": "x", "visual_structure_pass": 1, "video_path": str(decode_video)}

@@ -1,7 +1,8 @@
-"""PADVC stage of ``prism-fast eval`` (spec padvc.md §2, §10): gate on the audit and the render, PVD once per
-prompt in the driver, video + OCR in a pool of Ray actors, rows into the store.
+"""PADVC over a run's rows (spec padvc.md §2, §10, §11): settings, the gate and PVD (once per prompt), the
+per-video worker that decodes and OCRs, and the reference fit's records. The pipeline only wires these to Ray
+and the store (``pipeline/eval_stages.py``, ``pipeline/fit_reference.py``).
 
-Enabled by ``metrics.padvc.enabled``. Settings (``metrics.padvc``): p, event_threshold, text_dilate, text_stride,
+Settings (``metrics.padvc`` of the run's resolved config): p, event_threshold, text_dilate, text_stride,
 ocr_backend, ``ocr`` (provider, paddle_model_dir, RapidOCR thresholds), embedding_backend, ``models`` (zh, en,
 hf_cache), ``ocr_cache_dir`` (default ``<run_dir>/ocr_cache``, the toolkit's shared per-run cache) and
 ``frame_cache_dir`` (default ``<runs_root>/.cache/ocr_frames``, content-keyed, shared across runs).
@@ -11,36 +12,46 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable, Iterable, Mapping
 
-import ray
-
-from prism_fast.metrics.padvc import PadvcConfig, PadvcParams
-from prism_fast.pipeline.actors import RESTARTS
+from prism_fast.metrics.padvc import (PadvcConfig, PadvcParams, VideoDecodeError, base_fields, compute_padvc_details,
+                                      error_row, finish_ok_row, gate_error)
 from prism_fast.profile import Profile
+from prism_fast.schema import normalize_status
 
 log = logging.getLogger("prism_fast")
 
 
-def padvc_settings(opts) -> dict:
+# -- settings ------------------------------------------------------------------------------------------------------
+def padvc_settings(snapshot: Mapping) -> dict:
     """``metrics.padvc`` of the run's resolved config."""
-    return dict((opts.config_snapshot.get("metrics") or {}).get("padvc") or {})
+    return dict((snapshot.get("metrics") or {}).get("padvc") or {})
 
 
-def frame_cache_dir(s: dict, opts) -> str:
+def padvc_enabled(snapshot: Mapping) -> bool:
+    return bool(padvc_settings(snapshot).get("enabled"))
+
+
+def ocr_cache_dir(s: Mapping, run_dir: str | Path) -> str:
+    """``metrics.padvc.ocr_cache_dir``, else ``<run_dir>/ocr_cache`` (the toolkit's per-run cache)."""
+    return str(Path(s.get("ocr_cache_dir") or (Path(run_dir) / "ocr_cache")).absolute())
+
+
+def frame_cache_dir(s: Mapping, snapshot: Mapping, run_dir: str | Path) -> str:
     """``metrics.padvc.frame_cache_dir``, else ``<runs_root>/.cache/ocr_frames`` (beside the render and audit
     caches, so every run and every multirun job under one runs_root shares it)."""
     if s.get("frame_cache_dir"):
         return str(Path(s["frame_cache_dir"]).absolute())
-    runs_root = opts.config_snapshot.get("runs_root") or Path(opts.run_dir).parent
+    runs_root = snapshot.get("runs_root") or Path(run_dir).parent
     return str((Path(runs_root) / ".cache" / "ocr_frames").resolve())
 
 
-def padvc_config(s: dict) -> PadvcConfig:
+def padvc_config(s: Mapping) -> PadvcConfig:
     return PadvcConfig(p=float(s.get("p", 0.7)), event_threshold_abs=float(s.get("event_threshold", 50_000.0)),
                        text_dilate=int(s.get("text_dilate", 7)), text_stride=int(s.get("text_stride", 15)))
 
 
-def ocr_settings(s: dict, profile: Profile):
+def ocr_settings(s: Mapping, profile: Profile):
     from prism_fast.metrics.padvc import ocr_settings_for_profile
     from prism_fast.video.ocr import settings_from_mapping
 
@@ -49,7 +60,7 @@ def ocr_settings(s: dict, profile: Profile):
     return ocr_settings_for_profile(settings_from_mapping(ocr), profile)
 
 
-def pvd_config(s: dict, device: str):
+def pvd_config(s: Mapping, device: str):
     from prism_fast.metrics.pvd import PvdConfig
 
     models = dict(s.get("models") or {})
@@ -58,12 +69,24 @@ def pvd_config(s: dict, device: str):
                      device=str(s.get("embedding_device") or "cpu"))
 
 
-def padvc_params_by_lang(opts) -> dict[str, PadvcParams]:
-    params = ((opts.config_snapshot.get("lang") or {}).get("params")) or {}
+def padvc_params_by_lang(snapshot: Mapping) -> dict[str, PadvcParams]:
+    params = ((snapshot.get("lang") or {}).get("params")) or {}
     return {lang: PadvcParams(float(p["padvc"]["mu"]), float(p["padvc"]["sigma"]), float(p["padvc"].get("eps", 1e-8)),
                               str(p.get("source", "paper"))) for lang, p in params.items()}
 
 
+def forget_video_ocr(ocr_dir: str | Path, sample_ids: Iterable[str]) -> None:
+    """Drop the per-video OCR cache of samples whose video is re-rendered: reference keys it by the video's path
+    (Q-PADVC-7), so a clean run would not have it."""
+    ocr_dir = Path(ocr_dir)
+    if not ocr_dir.is_dir():
+        return
+    for sid in sample_ids:
+        for p in ocr_dir.glob(f"{sid[:80]}__*.json*"):
+            p.unlink(missing_ok=True)
+
+
+# -- PVD: once per prompt, in the driver ---------------------------------------------------------------------------
 # Prompts that make PVD load every embedding model a language's prompts can need (words outside the lexicons):
 # English prompts reach only the EN model; Chinese prompts the ZH model and, for Latin words, the EN model.
 _PREFLIGHT_PROMPTS = {"en": "Make the hexagon wobble gently beside a lighthouse.",
@@ -91,10 +114,52 @@ def pvd_preflight(calc, languages, command: str = "eval") -> None:
                    else "Or run without PADVC: metrics.padvc.enabled=false.")) from None
 
 
-class PadvcWorker:
-    """Loads the OCR engine once; scores one gated row at a time (used inside ``PadvcActor`` and by fits)."""
+def plan_padvc(keys: Iterable[tuple[str, str]], instructions: Mapping[str, str], exec_rows: Mapping,
+               audit_rows: Mapping, make_pvd: Callable[[], object], languages: Iterable[str],
+               profile: Profile) -> tuple[list[dict], list[tuple[str, str, dict, dict]]]:
+    """Gate every (lang, id) (§2.3) and compute PVD once per distinct prompt.
 
-    def __init__(self, settings: dict, profile: Profile, ocr_cache_dir: str | None, frame_cache_dir: str | None,
+    Returns the finished rows (gate failures, prompts PVD could not score) and the work for the video worker:
+    ``(lang, id, base, pvd_fields)``. ``make_pvd()`` builds the PVD calculator, only once a sample passes the
+    gate; its models are loaded (:func:`pvd_preflight`) before the first prompt."""
+    rows, work = [], []
+    pvd_calc = None
+    for lang, sid in keys:
+        ex, au = exec_rows.get((lang, sid), {}), audit_rows.get((lang, sid), {})
+        # instruction_text = the full instruction sent to the model (§2.4); our manifests always carry it, so
+        # Q-PADVC-5 (markdown-mode manifests without it) cannot arise here.
+        task_view = {"id": sid, "source_id": sid, "instruction_text": instructions[sid]}
+        base = base_fields(task_view, au, ex)
+        message = gate_error(task_view, au, ex)
+        if message is not None:
+            row = error_row(base, f"RuntimeError: {message}", profile=profile)
+            row.update(lang=lang, error_kind="gate", error_detail=message)
+            rows.append(normalize_status(row, "padvc_status"))
+            continue
+        if pvd_calc is None:
+            pvd_calc = make_pvd()
+            pvd_preflight(pvd_calc, sorted(set(languages)))
+        try:
+            pvd = pvd_calc.compute(instructions[sid])   # cached by prompt hash: once per prompt
+        except Exception as exc:  # noqa: BLE001 - the models loaded (preflight): this prompt's own error row
+            row = error_row(base, f"{type(exc).__name__}: {exc}", profile=profile)
+            row.update(lang=lang, error_kind="pvd_failed", error_detail=f"{type(exc).__name__}: {exc}"[:4000])
+            rows.append(normalize_status(row, "padvc_status"))
+            continue
+        work.append((lang, sid, base, pvd.fields()))
+    return rows, work
+
+
+def padvc_lost_row(base: dict, exc: BaseException) -> dict:
+    """PADVC fields of a sample whose worker never returned."""
+    return {"padvc_status": "worker_lost", **base, "error": f"{type(exc).__name__}: {exc}"[:4000]}
+
+
+# -- the video worker ---------------------------------------------------------------------------------------------
+class PadvcWorker:
+    """Loads the OCR engine once; scores one gated row at a time (used inside the pipeline's actor and by fits)."""
+
+    def __init__(self, settings: Mapping, profile: Profile, ocr_cache_dir: str | None, frame_cache_dir: str | None,
                  decoder: str = "opencv", device: str = "cpu"):
         from prism_fast.video.ocr import FrameOcrCache, make_ocr_engine
 
@@ -120,8 +185,6 @@ class PadvcWorker:
         return TextMasker(self.engine, self.ocr, self.frame_cache, video_cache)
 
     def details(self, video_path: str, pvd) -> dict:
-        from prism_fast.metrics.padvc import compute_padvc_details
-
         return compute_padvc_details(video_path, pvd, self.masker(video_path), config=self.config,
                                      profile=self.profile, decoder=self.decoder, device=self.device)
 
@@ -135,8 +198,6 @@ class PadvcWorker:
         return out
 
     def score(self, base: dict, pvd_fields: dict, params: PadvcParams) -> dict:
-        from prism_fast.metrics.padvc import VideoDecodeError, error_row, finish_ok_row
-
         class _Pvd:
             pvd_raw = int(pvd_fields["pvd_raw"])
 
@@ -160,76 +221,24 @@ class PadvcWorker:
         return row
 
 
-@ray.remote(num_cpus=1, **RESTARTS)
-class PadvcActor:
-    def __init__(self, settings: dict, profile: Profile, params_by_lang: dict, ocr_cache_dir: str | None,
-                 frame_cache_dir: str | None, decoder: str, device: str):
-        self.worker = PadvcWorker(settings, profile, ocr_cache_dir, frame_cache_dir, decoder, device)
-        self.params_by_lang = params_by_lang
-
-    def padvc(self, sample_id: str, lang: str, base: dict, pvd_fields: dict) -> dict:
-        return self.worker.score(base, pvd_fields, self.params_by_lang[lang])
-
-
-def padvc_lost_row(job, exc) -> dict:
-    return {"padvc_status": "worker_lost", **job.args[1], "error": f"{type(exc).__name__}: {exc}"[:4000]}
-
-
-def run_padvc_stage(opts, store, tasks, inputs, progress, fps=None) -> None:
-    """Gate every task (§2.3), compute PVD once per distinct prompt, score the rest on ``PadvcActor``s."""
-    from prism_fast.metrics.padvc import base_fields, error_row, gate_error
-    from prism_fast.metrics.pvd import PvdCalculator
-    from prism_fast.pipeline.stages import Job, pending_jobs, run_actor_stage
-    from prism_fast.schema import normalize_status
-
-    s = padvc_settings(opts)
-    profile = opts.profile
-    params = padvc_params_by_lang(opts)
-    by_id = {t.id: t for t in tasks}
-    exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
-    audit_rows = {(r["lang"], r["id"]): r for r in store.read("audit").to_pylist() if r["model"] == opts.model_name}
-    jobs = pending_jobs(store, "padvc", opts.model_name, (Job(i.language, i.id, ()) for i in inputs),
-                        opts.retry_failed, fps.expected("padvc") if fps is not None else None)
-    immediate, work = [], []
-    pvd_calc = None
-    for job in jobs:
-        task = by_id[job.id]
-        ex, au = exec_rows.get((job.lang, job.id), {}), audit_rows.get((job.lang, job.id), {})
-        # instruction_text = the full instruction sent to the model (§2.4); our manifests always carry it, so
-        # Q-PADVC-5 (markdown-mode manifests without it) cannot arise here.
-        task_view = {"id": task.id, "source_id": task.id, "instruction_text": task.instruction}
-        base = base_fields(task_view, au, ex)
-        message = gate_error(task_view, au, ex)
-        if message is not None:
-            row = error_row(base, f"RuntimeError: {message}", profile=profile)
-            row.update(lang=job.lang, error_kind="gate", error_detail=message)
-            immediate.append(normalize_status(row, "padvc_status"))
-            continue
-        if pvd_calc is None:
-            pvd_calc = PvdCalculator(pvd_config(s, opts.metrics_device), profile=profile)
-            pvd_preflight(pvd_calc, sorted({i.language for i in inputs}))
-        try:
-            pvd = pvd_calc.compute(task.instruction)   # cached by prompt hash: once per prompt
-        except Exception as exc:  # noqa: BLE001 - the models loaded (preflight): this prompt's own error row
-            row = error_row(base, f"{type(exc).__name__}: {exc}", profile=profile)
-            row.update(lang=job.lang, error_kind="pvd_failed", error_detail=f"{type(exc).__name__}: {exc}"[:4000])
-            immediate.append(normalize_status(row, "padvc_status"))
-            continue
-        work.append(Job(job.lang, job.id, (job.lang, base, pvd.fields())))
-    run_dir = Path(opts.run_dir)
-    ocr_cache_dir = str(Path(s.get("ocr_cache_dir") or (run_dir / "ocr_cache")).absolute())
-    frames_dir = frame_cache_dir(s, opts)
-    gpus = ray.cluster_resources().get("GPU", 0)
-    n = int(s.get("workers") or ray.cluster_resources().get("CPU", 1))
-    use_gpu = opts.metrics_device.startswith("cuda") and gpus > 0
-    actor_opts = {"num_gpus": min(1.0, gpus / max(n, 1))} if use_gpu else {}
-
-    def make():
-        return PadvcActor.options(**actor_opts).remote(s, profile, params, ocr_cache_dir, frames_dir,
-                                                       opts.decoder, opts.metrics_device)
-
-    run_actor_stage("padvc", store, opts.model_name, profile.name, work, make, "padvc", n, progress,
-                    immediate_rows=immediate,
-                    lost_row=padvc_lost_row,
-                    transform=lambda row: normalize_status(row, "padvc_status"),
-                    tag=(lambda lang, sid: fps.tag("padvc", lang, sid)) if fps is not None else None)
+# -- the reference fit (§11) ---------------------------------------------------------------------------------------
+def padvc_reference_record(task, video_path: str | None, worker: PadvcWorker, pvd_calc, profile: Profile) -> dict:
+    """One ``padvc_reference_raw_scores.jsonl`` record (§11)."""
+    rec = {"id": task.id, "source_id": task.id, "language": task.language, "video_path": video_path}
+    if not video_path or not Path(video_path).exists():
+        rec.update(status="error", error="FileNotFoundError: video missing")
+        return rec
+    try:
+        pvd = pvd_calc.compute(task.instruction)
+        details = worker.details(video_path, pvd)
+    except VideoDecodeError as exc:
+        if profile.fixes("Q-PADVC-3"):   # improved: excluded from the fit
+            rec.update(status="error", error=f"RuntimeError: video decode failed ({exc})")
+        else:                            # reference: evaluate_single returned 0.0, which enters the fit
+            rec.update(status="ok", padvc_raw=0.0)
+        return rec
+    except Exception as exc:  # noqa: BLE001 - recorded per row, as the toolkit's pool does
+        rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
+        return rec
+    rec.update(status="ok", padvc_raw=float(details["padvc_raw"]))
+    return rec

@@ -1,0 +1,59 @@
+"""The rows of the ``audit`` stage that no audit worker makes: the Spatial failure of a task without a script,
+the fields of a sample whose audit worker was lost, the rows a one-pass render left for the stage to merge, and
+the reports a resumed run must not trust. The pipeline wires these to Ray and the store
+(``pipeline/eval_stages.py``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+from prism_fast.profile import Profile
+from prism_fast.schema import normalize_status
+
+
+def no_script_row(lang: str, sample_id: str) -> dict:
+    """The audit row of a task without a script: a Spatial failure."""
+    return {"lang": lang, "id": sample_id, "status": "error", "error_kind": "no_script", "audit_success": 0,
+            "segment_count": 0, "visual_structure_rate": 0.0, "visual_structure_pass": 0, "audit_status": "no_script"}
+
+
+def lost_fields() -> dict:
+    """Audit fields of a sample whose audit worker never returned."""
+    return {"audit_success": 0, "visual_structure_pass": 0, "visual_structure_rate": 0.0, "audit_status": "worker_lost"}
+
+
+def finish_row(row: dict) -> dict:
+    """The stored row of an audit run by the audit stage itself (not shared with the render)."""
+    return normalize_status({**row, "audit_pass": "separate"}, "audit_status")
+
+
+def merge_left_rows(pending: Iterable[tuple[str, str, str]], audit_cfg, profile: Profile, work_dir: str,
+                    cache_dir: str | None, retry_failed: bool) -> list[dict]:
+    """The audit rows that one-pass render actors left for the stage (``audit.one_pass=auto``,
+    audit/onepass.py), for ``pending`` (lang, id, script) keys, ready to store; the others are audited for real.
+
+    A shared row (audited inside the render) enters the audit cache like an audit-only row; a separate one (the
+    render actor ran the audit after its render) is cached already. With ``retry_failed`` a failed separate row
+    is audited again. With ``one_pass=off`` nothing is merged: a resumed run audits for real."""
+    from prism_fast.audit.onepass import cache_shared_audit, load_shared_audit
+
+    if getattr(audit_cfg, "one_pass", "off") != "auto":
+        return []
+    out = []
+    for lang, sid, script in pending:
+        row = load_shared_audit(sid, script, work_dir, audit_cfg.to_dict())
+        if row is None or (retry_failed and row.get("audit_pass") == "separate" and row.get("status") != "ok"):
+            continue
+        if cache_dir and row.get("audit_pass") == "shared":
+            row = cache_shared_audit(row, sid, script, audit_cfg, profile, cache_dir, work_dir)
+        out.append(normalize_status({**row, "lang": lang, "id": sid}, "audit_status"))
+    return out
+
+
+def forget_reports(work_dir: str | Path, sample_ids: Iterable[str]) -> None:
+    """Drop the audit reports of rows being recomputed: reference reads an existing one (Q-SPATIAL-19), so a
+    clean run would not have it."""
+    for sid in sample_ids:
+        shutil.rmtree(Path(work_dir) / "audits" / sid, ignore_errors=True)

@@ -1,0 +1,207 @@
+"""The stage table of ``prism-fast eval``: each stage's jobs, its rows without a worker, its Ray actor and its
+row recipes, in funnel order. The logic lives in the stage packages (``execute/stage.py``, ``audit/stage.py``,
+``metrics/stage.py``, ``metrics/padvc_run.py``); this module only wires it to Ray and the store."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from prism_fast.pipeline.options import EvalOptions, model_output_dir
+from prism_fast.pipeline.stages import Job, Stage, StageRun
+
+
+def _cpus() -> int:
+    import ray
+
+    return int(ray.cluster_resources().get("CPU", 1))
+
+
+def _gpu_share(opts: EvalOptions, n: int) -> dict:
+    """Ray options of a video-metrics actor: a GPU fraction when metrics.device is CUDA and the cluster has GPUs."""
+    import ray
+
+    gpus = ray.cluster_resources().get("GPU", 0)
+    use_gpu = opts.metrics_device.startswith("cuda") and gpus > 0
+    return {"num_gpus": min(1.0, gpus / max(n, 1))} if use_gpu else {}
+
+
+def _script_jobs(run: StageRun):
+    return (Job(i.language, i.id, (i.script,)) for i in run.inputs)
+
+
+def _no_script(run: StageRun, jobs: list[Job]) -> tuple[list[Job], list[Job]]:
+    missing = {i.id for i in run.inputs if i.script is None}
+    return [j for j in jobs if j.id in missing], [j for j in jobs if j.id not in missing]
+
+
+# -- Exec ---------------------------------------------------------------------------------------------------------
+def _exec_rows(run: StageRun, jobs: list[Job]):
+    from prism_fast.execute.stage import delete_orphan_videos, no_script_row
+
+    status = {i.id: i.clean_status for i in run.inputs}
+    empty, jobs = _no_script(run, jobs)
+    delete_orphan_videos(model_output_dir(run.opts), (j.id for j in jobs))  # render_one would trust them (Q-FUNNEL-2)
+    return [no_script_row(j.lang, j.id, status[j.id]) for j in empty], jobs
+
+
+def onepass_args(opts: EvalOptions) -> tuple:
+    """(audit settings, audit work dir, audit cache dir) for the render actors when the audit may share the
+    render's execution (``audit.one_pass=auto``, audit/onepass.py), else (None, None, None)."""
+    if not opts.audit or opts.audit_cfg is None or getattr(opts.audit_cfg, "one_pass", "off") != "auto":
+        return None, None, None
+    return opts.audit_cfg.to_dict(), str(model_output_dir(opts) / "audit"), opts.audit_cache_dir
+
+
+def _exec_actor(run: StageRun):
+    from prism_fast.pipeline.actors import RenderActor
+
+    opts = run.opts
+    model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
+    return (lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork, *onepass_args(opts)),
+            "render", int(opts.render_workers or _cpus()))
+
+
+def _exec_lost(job: Job, exc: BaseException) -> dict:
+    from prism_fast.execute.stage import lost_fields
+    from prism_fast.pipeline.streaming import WorkerKilledBySample
+
+    return lost_fields(exc, isinstance(exc, WorkerKilledBySample))
+
+
+def _exec_finish(row: dict) -> dict:
+    from prism_fast.execute.stage import finish_row
+
+    return finish_row(row)
+
+
+# -- Spatial audit (Q-FUNNEL-1: reference audits failed renders too) ------------------------------------------------
+def _audit_rows(run: StageRun, jobs: list[Job]):
+    from prism_fast.audit.stage import merge_left_rows, no_script_row
+
+    opts = run.opts
+    empty, jobs = _no_script(run, jobs)
+    merged = merge_left_rows(((j.lang, j.id, j.args[0]) for j in jobs), opts.audit_cfg, opts.profile,
+                             str(model_output_dir(opts) / "audit"), opts.audit_cache_dir, opts.retry_failed)
+    done = {r["id"] for r in merged}
+    return [no_script_row(j.lang, j.id) for j in empty] + merged, [j for j in jobs if j.id not in done]
+
+
+def _audit_actor(run: StageRun):
+    from prism_fast.pipeline.actors import AuditActor
+
+    opts = run.opts
+    work_dir = str(model_output_dir(opts) / "audit")
+    audit_cfg = opts.audit_cfg
+    if audit_cfg.pictures and not audit_cfg.pictures_root:  # failing samples' pictures where `inspect` puts them
+        audit_cfg = replace(audit_cfg, pictures_root=str(opts.run_dir / "inspect"))
+    return lambda: AuditActor.remote(audit_cfg, opts.profile, work_dir, opts.audit_cache_dir), "audit", _cpus()
+
+
+def _audit_lost(job: Job, exc: BaseException) -> dict:
+    from prism_fast.audit.stage import lost_fields
+
+    return lost_fields()
+
+
+def _audit_finish(row: dict) -> dict:
+    from prism_fast.audit.stage import finish_row
+
+    return finish_row(row)
+
+
+# -- PADVC (padvc.md §2, §10): gate and PVD in the driver, video + OCR on actors ------------------------------------
+def _padvc_rows(run: StageRun, jobs: list[Job]):
+    from prism_fast.metrics.padvc_run import padvc_settings, plan_padvc, pvd_config
+    from prism_fast.metrics.pvd import PvdCalculator
+
+    opts, store = run.opts, run.store
+    s = padvc_settings(opts.config_snapshot)
+    rows, work = plan_padvc(((j.lang, j.id) for j in jobs), {t.id: t.instruction for t in run.tasks},
+                            store.rows_by_key("exec", opts.model_name), store.rows_by_key("audit", opts.model_name),
+                            lambda: PvdCalculator(pvd_config(s, opts.metrics_device), profile=opts.profile),
+                            [i.language for i in run.inputs], opts.profile)
+    return rows, [Job(lang, sid, (lang, base, pvd)) for lang, sid, base, pvd in work]
+
+
+def _padvc_actor(run: StageRun):
+    from prism_fast.metrics.padvc_run import frame_cache_dir, ocr_cache_dir, padvc_params_by_lang, padvc_settings
+    from prism_fast.pipeline.actors import PadvcActor
+
+    opts = run.opts
+    s = padvc_settings(opts.config_snapshot)
+    params = padvc_params_by_lang(opts.config_snapshot)
+    ocr_dir = ocr_cache_dir(s, Path(opts.run_dir))
+    frames_dir = frame_cache_dir(s, opts.config_snapshot, opts.run_dir)
+    n = int(s.get("workers") or _cpus())
+    actor_opts = _gpu_share(opts, n)
+    return (lambda: PadvcActor.options(**actor_opts).remote(s, opts.profile, params, ocr_dir, frames_dir, opts.decoder,
+                                                            opts.metrics_device), "padvc", n)
+
+
+def _padvc_lost(job: Job, exc: BaseException) -> dict:
+    from prism_fast.metrics.padvc_run import padvc_lost_row
+
+    return padvc_lost_row(job.args[1], exc)
+
+
+def _padvc_finish(row: dict) -> dict:
+    from prism_fast.schema import normalize_status
+
+    return normalize_status(row, "padvc_status")
+
+
+# -- TD (td.md §3) ------------------------------------------------------------------------------------------------
+def _td_jobs(run: StageRun):
+    from prism_fast.metrics.stage import td_base_row
+
+    exec_rows = run.store.rows_by_key("exec", run.opts.model_name)
+    audit_rows = run.store.rows_by_key("audit", run.opts.model_name)
+    return [Job(i.language, i.id, (i.language, td_base_row(i.id, exec_rows.get((i.language, i.id), {}),
+                                                          audit_rows.get((i.language, i.id), {}))))
+            for i in run.inputs]
+
+
+def _td_actor(run: StageRun):
+    from prism_fast.pipeline.actors import VideoMetricsActor
+
+    opts = run.opts
+    n = _cpus()
+    actor_opts = _gpu_share(opts, n)
+    return (lambda: VideoMetricsActor.options(**actor_opts).remote(opts.profile, opts.td_params, opts.td_tau,
+                                                                   opts.decoder, opts.metrics_device), "td", n)
+
+
+def _td_lost(job: Job, exc: BaseException) -> dict:
+    from prism_fast.metrics.stage import td_lost_fields
+
+    return td_lost_fields(job.args[1])
+
+
+def _td_finish(row: dict) -> dict:
+    from prism_fast.metrics.stage import td_finish_row
+
+    return td_finish_row(row)
+
+
+# -- TextExpand (static, from the code's AST: cheap, so in the driver) -----------------------------------------------
+def _text_expand_row(run: StageRun, job: Job) -> dict:
+    from prism_fast.metrics.stage import text_expand_stage_row
+
+    return text_expand_stage_row(run.task(job.id), job.lang, job.args[0], run.opts.profile, run.opts.model_name)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("exec", lambda o: True, _script_jobs, _exec_rows, _exec_actor, lost=_exec_lost, finish=_exec_finish),
+    Stage("audit", lambda o: o.audit, _script_jobs, _audit_rows, _audit_actor, lost=_audit_lost, finish=_audit_finish),
+    Stage("padvc", lambda o: _padvc_enabled(o), lambda run: (Job(i.language, i.id, ()) for i in run.inputs),
+          _padvc_rows, _padvc_actor, lost=_padvc_lost, finish=_padvc_finish),
+    Stage("td", lambda o: o.td, _td_jobs, actor=_td_actor, lost=_td_lost, finish=_td_finish),
+    Stage("text_expand", lambda o: o.text_expand, _script_jobs, row=_text_expand_row, label="textx"),
+)
+
+
+def _padvc_enabled(opts: EvalOptions) -> bool:
+    from prism_fast.metrics.padvc_run import padvc_enabled
+
+    return padvc_enabled(opts.config_snapshot)

@@ -1,0 +1,333 @@
+"""The options of ``prism-fast eval`` (and of the commands that share its settings), read from the composed
+configuration: the only place that reads the DictConfig."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prism_fast.generate.client import ChatEndpoint, RetryPolicy
+from prism_fast.generate.rounds import SelfDebugSettings
+from prism_fast.generate.rows import PAPER_TEMPERATURE
+from prism_fast.profile import Profile, resolve_profile
+
+
+@dataclass
+class DatasetOptions:
+    path: str | None = None
+    format: str = "auto"
+    strict: bool = True
+    ids: list[str] | str | None = None
+    limit: int | None = None
+    subset_fraction: float | None = None  # None = no subset
+    subset_seed: int = 42
+
+
+@dataclass
+class EvalOptions:
+    run_dir: Path
+    model_name: str
+    model_kind: str
+    predictions: str | None
+    languages: list[str]
+    dataset: DatasetOptions
+    profile: Profile
+    render: object  # prism_fast.execute.render.RenderConfig
+    render_workers: int | None = None
+    render_prefork: bool = True
+    restrict_to_predictions: bool = False
+    retry_failed: bool = False
+    text_expand: bool = True
+    audit: bool = True
+    audit_cfg: object = None  # prism_fast.audit.config.AuditConfig
+    audit_cache_dir: str | None = None  # audit/cache.py; None = off
+    td: bool = True
+    td_tau: int = 25
+    metrics_device: str = "cpu"
+    decoder: str = "auto"
+    td_params: dict = field(default_factory=dict)  # lang -> metrics.td.TDParams
+    ray_address: str | None = None  # None: this run's own Ray instance (cluster=local)
+    ray_num_cpus: int | None = None
+    ray_num_gpus: int | None = None
+    ray_runtime_env: dict = field(default_factory=dict)
+    on_settings_change: str = "recompute"  # recompute | refuse (pipeline/settings.py)
+    config_snapshot: dict = field(default_factory=dict)
+
+
+# -- configuration → typed options (the only place that reads the DictConfig) -------------------------------
+def dataset_path_from_config(cfg) -> str | None:
+    """``dataset.path``, checked before anything is written: ``dataset=prism`` has no default file (the group's
+    ``???``), and a path that does not exist is named here rather than after the run directory was made."""
+    from omegaconf import OmegaConf
+
+    d = cfg.dataset
+    if OmegaConf.is_missing(d, "path"):
+        raise SystemExit(f"dataset={d.get('name')} needs dataset.path=<file>: the released PRISM dataset "
+                         "(prism_dataset.jsonl or .parquet, downloaded by you). Nothing was written. The bundled "
+                         "sample set is dataset=sample (the default).")
+    if d.path is not None and not Path(str(d.path)).is_file():
+        raise SystemExit(f"dataset.path={d.path}: no such file (relative paths are read from {Path.cwd()}). "
+                         "Nothing was written.")
+    return None if d.path is None else str(Path(str(d.path)).absolute())
+
+
+def cluster_from_config(cfg) -> tuple[str | None, int | None, float | None]:
+    """(address, num_cpus, num_gpus) of ``cluster``, checked before anything is written.
+
+    ``cluster=local``: this run's own Ray instance (never one that happens to run on the host), so
+    ``address`` must stay null. ``cluster=ray``: join an existing cluster, whose address must be given
+    (``auto`` joins whatever ``ray start`` left on this host, with a warning naming it); a joined cluster brings
+    its own resources, so ``num_cpus``/``num_gpus`` must stay null."""
+    from omegaconf import OmegaConf
+
+    c = cfg.cluster
+    name = c.get("name", "local")
+    if OmegaConf.is_missing(c, "address"):
+        raise SystemExit("cluster=ray needs cluster.address: <head-ip>:6379 (the `ray start --head` address), "
+                         "ray://<head>:10001 (Ray Client), or auto (joins whatever Ray instance this host runs, with "
+                         "a warning naming it). Nothing was written. cluster=local starts a private Ray instance.")
+    address = c.address
+    if name == "local" and address not in (None, "local"):
+        raise SystemExit(f"cluster=local starts this run's own Ray instance, but cluster.address={address}; to join "
+                         f"a cluster use cluster=ray cluster.address={address}")
+    if address in (None, "local"):
+        return None, c.get("num_cpus"), c.get("num_gpus")
+    given = [k for k in ("num_cpus", "num_gpus") if c.get(k) is not None]
+    if given:
+        raise SystemExit(f"cluster.{'/'.join(given)} set while joining {address}: a joined cluster's resources are "
+                         "its nodes' (`ray start --num-cpus …` on each node); leave them null, or use "
+                         "render.workers to use fewer render workers")
+    return str(address), None, None
+
+
+def options_from_config(cfg) -> EvalOptions:
+    from omegaconf import OmegaConf
+
+    d = cfg.dataset
+    dataset_path = dataset_path_from_config(cfg)
+    ray_address, ray_num_cpus, ray_num_gpus = cluster_from_config(cfg)
+    subset = d.get("subset") or {}
+    profile = resolve_profile(cfg.profile, OmegaConf.to_container(cfg.quirks) or {})
+    # Absolute before any actor starts: actors on other nodes (or in another working directory) write videos and
+    # audit reports to these paths, and rows keep them; a relative one resolved in the worker's cwd (issue #15).
+    runs_root = Path(str(cfg.runs_root)).absolute()
+    run_dir = Path(str(cfg.run_dir)).absolute()
+    snapshot = OmegaConf.to_container(cfg, resolve=True)
+    snapshot.update(runs_root=str(runs_root), run_dir=str(run_dir))
+    snapshot["dataset"]["path"] = dataset_path
+    predictions = cfg.model.get("predictions")
+    restrict = False
+    if cfg.model.kind == "responses" and predictions is None:
+        from prism_fast.fixtures import bundled_responses_path
+
+        predictions, restrict = str(bundled_responses_path()), True
+    return EvalOptions(
+        run_dir=run_dir,
+        model_name=str(cfg.model.name),
+        model_kind=str(cfg.model.kind),
+        predictions=predictions,
+        languages=list(cfg.lang.languages),
+        dataset=DatasetOptions(
+            path=dataset_path,
+            format=d.format,
+            strict=bool(d.strict),
+            ids=OmegaConf.to_container(d.ids) if OmegaConf.is_config(d.ids) else d.ids,
+            limit=d.limit,
+            subset_fraction=float(subset.get("fraction", 0.2)) if subset.get("enabled") else None,
+            subset_seed=int(subset.get("seed", 42)),
+        ),
+        profile=profile,
+        render=render_config_from_mapping(OmegaConf.to_container(cfg.render, resolve=True), runs_root),
+        render_workers=cfg.render.get("workers"),
+        render_prefork=bool(cfg.render.get("prefork", True)),
+        restrict_to_predictions=restrict,
+        retry_failed=bool(cfg.retry_failed),
+        text_expand=bool(cfg.metrics.text_expand.enabled),
+        audit=bool(cfg.audit.enabled),
+        audit_cfg=audit_config_from_mapping(OmegaConf.to_container(cfg.audit, resolve=True)),
+        audit_cache_dir=(str((runs_root / ".cache" / "audit").resolve()) if cfg.audit.get("cache", False)
+                         else None),
+        td=bool(cfg.metrics.td.enabled),
+        td_tau=int(cfg.metrics.td.tau),
+        metrics_device=str(cfg.metrics.device),
+        decoder=str(cfg.metrics.decoder),
+        td_params=_td_params(cfg),
+        ray_address=ray_address,
+        ray_num_cpus=ray_num_cpus,
+        ray_num_gpus=ray_num_gpus,
+        ray_runtime_env=OmegaConf.to_container(cfg.cluster.runtime_env) or {},
+        on_settings_change=str(cfg.get("on_settings_change", "recompute")),
+        config_snapshot=snapshot,
+    )
+
+
+def audit_config_from_mapping(a: dict):
+    """conf/audit/*.yaml → audit.config.AuditConfig (same field names; unknown keys are an error)."""
+    from dataclasses import fields
+
+    from prism_fast.audit.config import AuditConfig
+
+    known = {f.name for f in fields(AuditConfig)}
+    values = {k: v for k, v in a.items() if k not in ("enabled", "cache")}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise KeyError(f"unknown audit setting(s) {unknown}; see prism_fast/audit/config.py")
+    return AuditConfig(**values)
+
+
+def _td_params(cfg) -> dict:
+    from prism_fast.metrics.td import TDParams
+
+    return {lang: TDParams(float(p.td.mu), float(p.td.sigma), float(p.td.eps), source=str(p.get("source", "paper")))
+            for lang, p in cfg.lang.params.items()}
+
+
+def render_config_from_mapping(r: dict, runs_root: Path):
+    """conf/render/*.yaml → execute.render.RenderConfig."""
+    from prism_fast.execute.render import RenderConfig
+    from prism_fast.execute.sandbox import Limits
+
+    lim = r.get("limits") or {}
+    gb = lim.get("address_space_gb")
+    cache = r.get("cache") or {}
+    cache_dir = None
+    if cache.get("enabled"):
+        cache_dir = str(Path(cache.get("dir") or (runs_root / ".cache" / "render")).resolve())
+    tex = r.get("tex_cache") or {}
+    tex_cache_dir = None
+    if tex.get("enabled"):
+        from prism_fast.execute.fingerprint import fingerprint_hash
+        from prism_fast.execute.render import resolve_bin
+
+        # one directory per render environment (manim, TeX, dvisvgm, fonts): an upgrade never reuses entries
+        fp = fingerprint_hash(resolve_bin(r.get("manim_bin") or "manim"))
+        tex_cache_dir = str((Path(tex.get("dir") or (runs_root / ".cache" / "tex")) / fp).resolve())
+    kwargs = dict(
+        quality_flag=f"-{r.get('quality', 'ql')}",
+        timeout_s=int(r.get("timeout_s", 600)),
+        limits=Limits(
+            address_space_mb=int(gb * 1024) if gb else None,
+            cpu_seconds=lim.get("cpu_seconds"),
+            file_size_mb=lim.get("file_size_mb"),
+            max_processes=lim.get("processes"),
+            open_files=lim.get("open_files"),
+            memory_mb=int(lim["memory_gb"] * 1024) if lim.get("memory_gb") else None,
+            tmp_mb=int(lim.get("tmp_mb") or 512),
+        ),
+        sandbox=str(r.get("sandbox", "auto")),
+        scratch_mb=int(lim.get("scratch_mb") or 2048),
+        isolate_network=bool(r.get("network_isolation", True)),
+        cache_dir=cache_dir,
+        tex_cache_dir=tex_cache_dir,
+        play_hashing=bool(r.get("play_hashing", False)),
+    )
+    if r.get("manim_bin"):
+        kwargs["manim_bin"] = r["manim_bin"]
+    if lim.get("output_bytes"):
+        kwargs["output_tail_bytes"] = int(lim["output_bytes"])
+    return RenderConfig(**kwargs)
+
+
+def model_output_dir(opts: EvalOptions) -> Path:
+    from urllib.parse import quote
+
+    return opts.run_dir / "models" / quote(opts.model_name, safe="")
+
+
+# -- prism-fast generate ------------------------------------------------------------------------------------------
+@dataclass
+class GenerateOptions:
+    run_dir: Path
+    model_name: str
+    endpoint: ChatEndpoint
+    retry: RetryPolicy
+    timeout_s: float  # configured; applied when Q-GEN-3 is fixed (see effective_timeout)
+    concurrency: int
+    rounds: int
+    languages: list[str]
+    dataset: DatasetOptions
+    profile: Profile
+    render: object = None  # execute.render.RenderConfig (rounds > 1)
+    audit_cfg: object = None  # audit.config.AuditConfig (rounds > 1)
+    selfdebug: SelfDebugSettings = field(default_factory=SelfDebugSettings)
+    retry_failed: bool = False
+    flush_rows: int = 16
+    config_snapshot: dict = field(default_factory=dict)
+    eval_overrides: list[str] = field(default_factory=list)  # this invocation's overrides that `eval` needs too
+
+
+def endpoint_from_mapping(model: dict, generate: dict) -> ChatEndpoint:
+    ep = model.get("endpoint")
+    if not isinstance(ep, dict):
+        raise SystemExit(f"model {model.get('name')!r} has no `endpoint` section, so it cannot be queried; use "
+                         "model=local (any OpenAI-compatible base URL) or one of the provider configs in conf/model/")
+    for key in ("base_url", "model_id"):
+        if not ep.get(key) or ep.get(key) == "???":
+            raise SystemExit(f"model.endpoint.{key} is not set (model {model.get('name')!r})")
+    price = ep.get("price") or {}
+    from prism_fast.secret_env import register_secret_names
+
+    register_secret_names([ep.get("api_key_env")])  # kept out of every child process, whatever its name
+    return ChatEndpoint(
+        base_url=str(ep["base_url"]), model_id=str(ep["model_id"]), api_key_env=ep.get("api_key_env") or None,
+        max_tokens=int(ep.get("max_tokens") or generate.get("max_tokens") or 8192),
+        temperature=float(generate.get("temperature", PAPER_TEMPERATURE)),
+        thinking=ep.get("thinking"), thinking_style=str(ep.get("thinking_style") or "none"),
+        thinking_budget=ep.get("thinking_budget"), reasoning_effort=str(ep.get("reasoning_effort") or "medium"),
+        extra_body=dict(ep.get("extra_body") or {}),
+        price_prompt_per_mtok=price.get("prompt_per_mtok"), price_completion_per_mtok=price.get("completion_per_mtok"),
+    )
+
+
+def generate_options_from_config(cfg) -> GenerateOptions:
+    from omegaconf import OmegaConf
+
+    base = options_from_config(cfg)  # dataset, languages, profile, render and audit settings as `eval` reads them
+    g = OmegaConf.to_container(cfg.generate, resolve=True)
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    backoff = g.get("backoff") or {}
+    sd = g.get("selfdebug") or {}
+    workers = sd.get("workers") or os.cpu_count() or 1
+    snapshot = dict(base.config_snapshot)
+    return GenerateOptions(
+        run_dir=base.run_dir, model_name=base.model_name, endpoint=endpoint_from_mapping(model, g),
+        retry=RetryPolicy(max_attempts=int(g.get("max_attempts", 3)), base_s=float(backoff.get("base_s", 5.0)),
+                          factor=float(backoff.get("factor", 2.0)), max_s=float(backoff.get("max_s", 60.0))),
+        timeout_s=float(g.get("timeout_s", 1200)), concurrency=int(g.get("concurrency", 16)),
+        rounds=int(g.get("rounds", 1)), languages=base.languages, dataset=base.dataset, profile=base.profile,
+        render=base.render, audit_cfg=base.audit_cfg,
+        selfdebug=SelfDebugSettings(workers=int(workers), error_tail_chars=int(sd.get("error_tail_chars", 2000)),
+                                    max_findings=int(sd.get("max_findings", 20))),
+        retry_failed=base.retry_failed, flush_rows=int(g.get("flush_rows", 16)), config_snapshot=snapshot,
+        eval_overrides=eval_overrides(base.model_name),
+    )
+
+
+def _generate_only(override: str) -> bool:
+    key = override.split("=", 1)[0].lstrip("+~")
+    return key in ("command", "retry_failed", "generate") or key.startswith(("generate.", "hydra."))
+
+
+def eval_overrides(model_name: str) -> list[str]:
+    """The overrides of this ``generate`` call that its ``eval`` needs too (dataset, lang, runs_root, run_name,
+    profile, model.*: they decide the run directory and the tasks), without the generation-only ones. The
+    printed next step used to be ``prism-fast eval model=<name>`` alone, which evaluated another dataset in
+    another run directory."""
+    overrides: list[str] = []
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            overrides = [str(o) for o in HydraConfig.get().overrides.task]
+    except Exception:  # noqa: BLE001 - library use: no Hydra, no overrides
+        overrides = []
+    keep = [o for o in overrides if not _generate_only(o)]
+    if not any(o.split("=", 1)[0].lstrip("+~") == "model" for o in keep):
+        keep.insert(0, f"model={model_name}")
+    return keep
+
+
+def eval_command(opts: "GenerateOptions") -> str:
+    return " ".join(["prism-fast", "eval", *(shlex.quote(o) for o in opts.eval_overrides)])
