@@ -53,6 +53,7 @@ else:
 log = logging.getLogger(__name__)
 
 SETUP_FAILED_EXIT = 126
+SERVER_DIR_PREFIX = "prism_fast_prefork_"
 SETUP_FAILED_MARK = b"prism_fast prefork: child set-up failed: "
 
 
@@ -236,6 +237,40 @@ def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", prelo
 # Client side
 
 
+def _owner_file(server_dir: Path) -> Path:
+    """``.<name>.owner`` beside a server directory: the pid of the process that owns it."""
+    return server_dir.with_name(f".{server_dir.name}.owner")
+
+
+def sweep_stale_server_dirs(parent: str | os.PathLike | None = None) -> int:
+    """Remove the server directories (manim.cfg, server.log) of workers whose owner process is gone: a Ray actor
+    killed at the end of a run never reaches ``close``. Only directories named by this module with an owner file
+    are touched; a live (or unreadable) owner keeps its directory. Returns how many were removed."""
+    parent = Path(parent or tempfile.gettempdir())
+    removed = 0
+    for owner in parent.glob(f".{SERVER_DIR_PREFIX}*.owner"):
+        try:
+            os.kill(int(owner.read_text()), 0)
+            continue  # alive (or a reused pid: kept, never wrongly removed)
+        except ProcessLookupError:
+            pass
+        except (ValueError, OSError):
+            continue
+        shutil.rmtree(owner.with_name(owner.name[1:-len(".owner")]), ignore_errors=True)
+        owner.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def own_server_dir(parent: str | os.PathLike | None = None) -> Path:
+    """A fresh server directory owned by this process (after sweeping those of dead owners)."""
+    parent = Path(parent or tempfile.gettempdir())
+    sweep_stale_server_dirs(parent)
+    path = Path(tempfile.mkdtemp(prefix=SERVER_DIR_PREFIX, dir=str(parent)))
+    _owner_file(path).write_text(str(os.getpid()))
+    return path
+
+
 class PreforkWorker:
     """One warm manim process that forks a contained child per render. Use one per CPU core.
 
@@ -253,7 +288,7 @@ class PreforkWorker:
         self.preload = tuple(preload)  # trusted modules the server imports before forking (see serve)
         self.start_timeout_s = start_timeout_s
         self._own_dir = server_dir is None
-        self.server_dir = Path(server_dir) if server_dir else Path(tempfile.mkdtemp(prefix="prism_fast_prefork_"))
+        self.server_dir = Path(server_dir) if server_dir else own_server_dir()
         self.manim_cfg = manim_cfg
         self.proc: subprocess.Popen | None = None
         self.import_s: float | None = None
@@ -301,6 +336,7 @@ class PreforkWorker:
             self.proc = None
         if self._own_dir:
             shutil.rmtree(self.server_dir, ignore_errors=True)
+            _owner_file(self.server_dir).unlink(missing_ok=True)
 
     def __enter__(self) -> "PreforkWorker":
         self.start()
