@@ -32,6 +32,8 @@ import re
 import sys
 import time
 
+from prism_fast.fsutil import atomic_write_text, sha256_text
+
 ENV = "PRISM_FAST_ONEPASS"
 SIDE_NAME = ".prism_fast_onepass.json"
 AUDIT_PIXELS = (1920, 1080)  # the audit run's canvas: manim's default (high) quality, never changed there
@@ -512,14 +514,8 @@ def write_shared_audit(sample_id: str, file_path: str, shared: dict, work_dir) -
     return row
 
 
-def _sha256(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _settings_sha256(audit_cfg: dict | None) -> str:
-    return _sha256(json.dumps({k: v for k, v in (audit_cfg or {}).items() if k != "one_pass"}, sort_keys=True,
+    return sha256_text(json.dumps({k: v for k, v in (audit_cfg or {}).items() if k != "one_pass"}, sort_keys=True,
                               default=str))
 
 
@@ -536,10 +532,8 @@ def store_shared_audit(sample_id: str, script: str, shared: dict, work_dir, audi
     row = write_shared_audit(sample_id, str(script_path), shared, work)
     pending = work / "onepass"
     pending.mkdir(parents=True, exist_ok=True)
-    tmp = pending / f".{sample_id}.json.tmp"
-    doc = {"script_sha256": _sha256(script), "settings_sha256": _settings_sha256(audit_cfg), "row": row}
-    tmp.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(pending / f"{sample_id}.json")
+    doc = {"script_sha256": sha256_text(script), "settings_sha256": _settings_sha256(audit_cfg), "row": row}
+    atomic_write_text(pending / f"{sample_id}.json", json.dumps(doc, ensure_ascii=False), fsync=False)
     return row
 
 
@@ -550,11 +544,9 @@ def store_separate_audit(sample_id: str, script: str, row: dict, work_dir, audit
 
     pending = Path(work_dir) / "onepass"
     pending.mkdir(parents=True, exist_ok=True)
-    tmp = pending / f".{sample_id}.json.tmp"
-    doc = {"script_sha256": _sha256(script), "settings_sha256": _settings_sha256(audit_cfg),
+    doc = {"script_sha256": sha256_text(script), "settings_sha256": _settings_sha256(audit_cfg),
            "row": {**row, "audit_pass": "separate"}}
-    tmp.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(pending / f"{sample_id}.json")
+    atomic_write_text(pending / f"{sample_id}.json", json.dumps(doc, ensure_ascii=False), fsync=False)
 
 
 def load_shared_audit(sample_id: str, script: str | None, work_dir, audit_cfg: dict | None = None) -> dict | None:
@@ -568,7 +560,7 @@ def load_shared_audit(sample_id: str, script: str | None, work_dir, audit_cfg: d
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if doc.get("script_sha256") != _sha256(script) or doc.get("settings_sha256") != _settings_sha256(audit_cfg):
+    if doc.get("script_sha256") != sha256_text(script) or doc.get("settings_sha256") != _settings_sha256(audit_cfg):
         return None
     return dict(doc["row"])  # dict/list fields are JSON-encoded by the store, as for audit-only rows
 
@@ -580,9 +572,9 @@ def cache_shared_audit(row: dict, sample_id: str, script: str, audit_cfg, profil
 
     from prism_fast.audit.cache import AuditCache, audit_cache_key
     from prism_fast.execute.fingerprint import fingerprint_hash
-    from prism_fast.execute.render import _resolve_bin
+    from prism_fast.execute.render import resolve_bin
 
     key = audit_cache_key(script_text=script, sample_id=sample_id, audit_cfg=audit_cfg, profile=profile,
-                          env_fingerprint=fingerprint_hash(_resolve_bin("manim")))
+                          env_fingerprint=fingerprint_hash(resolve_bin("manim")))
     AuditCache(cache_dir).put(key, row, Path(work_dir) / "audits" / sample_id / "audit_report.json")
     return {**row, "audit_cache_hit": False}

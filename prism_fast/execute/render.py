@@ -136,7 +136,7 @@ def manim_command(manim_bin: str, script: Path, scene: str, media_dir: Path, sam
     return cmd if play_hashing else [*cmd, "--disable_caching"]
 
 
-def _resolve_bin(manim_bin: str) -> str:
+def resolve_bin(manim_bin: str) -> str:
     """PATH lookup first; a bare ``manim`` not on PATH (a venv used without activating it, as ``make test``
     does) resolves to the manim installed beside this interpreter."""
     found = shutil.which(manim_bin)
@@ -201,7 +201,7 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         from prism_fast.audit.onepass import render_with_onepass
 
         return render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path, runner, onepass)
-    manim_bin = _resolve_bin(cfg.manim_bin)
+    manim_bin = resolve_bin(cfg.manim_bin)
     row = _base_row(sample_id, file_path if file_path is not None else f"{sample_id}.py", profile, manim_bin,
                     cfg.play_hashing)
     row["backend"] = _backend_name(runner)
@@ -407,6 +407,6 @@ def prefork_worker(cfg: RenderConfig):
     directories. Pass its ``run`` as ``render_one(..., runner=worker.run)``; ``close()`` it when done."""
     from prism_fast.execute.worker import PreforkWorker
 
-    worker = PreforkWorker(_resolve_bin(cfg.manim_bin), manim_cfg=MANIM_CFG if cfg.disable_version_check else None)
+    worker = PreforkWorker(resolve_bin(cfg.manim_bin), manim_cfg=MANIM_CFG if cfg.disable_version_check else None)
     worker.start()
     return worker

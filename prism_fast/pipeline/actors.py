@@ -143,9 +143,9 @@ class _Auditor:
         if cache_dir:  # audit cache (audit/cache.py): a sweep over metric settings re-runs no audit
             from prism_fast.audit.cache import AuditCache
             from prism_fast.execute.fingerprint import fingerprint_hash
-            from prism_fast.execute.render import _resolve_bin
+            from prism_fast.execute.render import resolve_bin
 
-            self.cache, self.env = AuditCache(cache_dir), fingerprint_hash(_resolve_bin("manim"))
+            self.cache, self.env = AuditCache(cache_dir), fingerprint_hash(resolve_bin("manim"))
 
     def audit(self, sample_id: str, script: str) -> dict:
         from pathlib import Path

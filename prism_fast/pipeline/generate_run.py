@@ -20,7 +20,6 @@ one user message whose content is one text part (generation.md §1.1, §2.3).
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import logging
 import os
@@ -32,14 +31,21 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prism_fast.dataset.loader import Task
+from prism_fast.fsutil import atomic_write_text, sha256_text_or_none
 from prism_fast.generate.client import (SDK_DEFAULT_TIMEOUT_S, CallResult, ChatClient, ChatEndpoint, RetryPolicy,
                                         call_cost)
 from prism_fast.generate.selfdebug import (assistant_turn, build_feedback, exec_spatial_at_k, format_at_k,
                                            round_row_id, sample_of, spatial_passed, user_message)
 from prism_fast.profile import Profile
 from prism_fast.store import ResultsStore
+
+if TYPE_CHECKING:  # typed fields of GenerateOptions (pipeline.run imports this module's callers lazily)
+    from prism_fast.audit.config import AuditConfig
+    from prism_fast.execute.render import RenderConfig
+    from prism_fast.pipeline.run import DatasetOptions
 
 log = logging.getLogger("prism_fast")
 
@@ -66,10 +72,10 @@ class GenerateOptions:
     concurrency: int
     rounds: int
     languages: list[str]
-    dataset: object  # pipeline.run.DatasetOptions
+    dataset: DatasetOptions
     profile: Profile
-    render: object = None  # execute.render.RenderConfig (rounds > 1)
-    audit_cfg: object = None  # audit.config.AuditConfig (rounds > 1)
+    render: RenderConfig | None = None  # rounds > 1
+    audit_cfg: AuditConfig | None = None  # rounds > 1
     selfdebug: SelfDebugSettings = field(default_factory=SelfDebugSettings)
     retry_failed: bool = False
     flush_rows: int = 16
@@ -168,10 +174,6 @@ def generate_from_config(cfg) -> dict:
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
-def _sha256(text: str | None) -> str | None:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat()
 
@@ -232,7 +234,7 @@ def _generation_row(opts: GenerateOptions, task: Task, round_no: int, prompt: st
         "model": opts.model_name, "lang": task.language, "id": round_row_id(task.id, round_no),
         "status": status, "error_kind": error_kind, "error_detail": error_detail, "profile": opts.profile.name,
         "sample_id": task.id, "round": round_no, "gen_status": gen_status, "request_model": ep.model_id,
-        "base_url": ep.base_url, "prompt": prompt, "prompt_sha256": _sha256(prompt),
+        "base_url": ep.base_url, "prompt": prompt, "prompt_sha256": sha256_text_or_none(prompt),
         "messages": json.dumps(messages, ensure_ascii=False), "request_params": params,
         "raw_response": raw if raw is not None else call.content, "raw_chars": len(raw or ""),
         "reasoning_chars": len(call.reasoning_content or ""), "finish_reason": call.finish_reason,
@@ -261,7 +263,7 @@ def _check_stored_requests(opts: GenerateOptions, tasks: list[Task], gen_rows: d
     want_params = json.loads(json.dumps({"temperature": ep.temperature, "max_tokens": ep.max_tokens,
                                          "thinking": ep.thinking, "thinking_style": ep.thinking_style,
                                          "extra_body": ep.extra_body}))
-    prompts = {(t.language, t.id): _sha256(t.instruction.strip()) for t in tasks}
+    prompts = {(t.language, t.id): sha256_text_or_none(t.instruction.strip()) for t in tasks}
     problems = []
     for (lang, sid, rnd), row in sorted(gen_rows.items()):
         stored = row.get("request_params")
@@ -378,7 +380,7 @@ class _TaskRunner:
             "error_type": None if exec_success else tax.get("error_type"),
             "error_category": None if exec_success else tax.get("error_category"),
             "error_msg": None if exec_success else tax.get("error_msg"),
-            "gen_status": gen_row.get("gen_status"), "script_sha256": _sha256(code),
+            "gen_status": gen_row.get("gen_status"), "script_sha256": sha256_text_or_none(code),
             "audit_success": audit_row.get("audit_success"),
             "visual_structure_pass": audit_row.get("visual_structure_pass"),
             "visual_structure_rate": audit_row.get("visual_structure_rate"),
@@ -393,12 +395,6 @@ def _model_rows(store: ResultsStore, stage: str, model: str) -> list[dict]:
     return [r for r in store.read(stage).to_pylist() if r["model"] == model]
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _response_record(row: dict) -> dict:
     failed = _is_call_failure(row)
     return {"id": row["sample_id"], "language": row["lang"], "response": "" if failed else (row["raw_response"] or ""),
@@ -410,7 +406,7 @@ def write_responses(rows: list[dict], out_dir: Path, rounds: int) -> dict[str, P
     """responses.jsonl (round 1) and, for rounds > 1, responses_final.jsonl (each task's last round)."""
     first = sorted((r for r in rows if r["round"] == 1), key=lambda r: (r["lang"], r["sample_id"]))
     paths = {"responses": out_dir / "responses.jsonl"}
-    _write_atomic(paths["responses"], "".join(json.dumps(_response_record(r), ensure_ascii=False) + "\n" for r in first))
+    atomic_write_text(paths["responses"], "".join(json.dumps(_response_record(r), ensure_ascii=False) + "\n" for r in first))
     if rounds > 1:
         last: dict[tuple, dict] = {}
         for r in rows:
@@ -418,7 +414,7 @@ def write_responses(rows: list[dict], out_dir: Path, rounds: int) -> dict[str, P
             if key not in last or r["round"] > last[key]["round"]:
                 last[key] = r
         paths["responses_final"] = out_dir / "responses_final.jsonl"
-        _write_atomic(paths["responses_final"], "".join(json.dumps(_response_record(last[k]), ensure_ascii=False) + "\n"
+        atomic_write_text(paths["responses_final"], "".join(json.dumps(_response_record(last[k]), ensure_ascii=False) + "\n"
                                                         for k in sorted(last)))
     return paths
 
@@ -477,13 +473,11 @@ def format_generation_summary(s: dict) -> str:
 
 
 def _write_manifest(opts: GenerateOptions, out_dir: Path, n_tasks: int, timeout_s: float) -> None:
-    from prism_fast import __version__
-    from prism_fast.pipeline.run import _git_commit
+    from prism_fast.pipeline import manifest
 
     ep = opts.endpoint
-    manifest = {
-        "prism_fast_version": __version__, "git_commit": _git_commit(), "started_at": _now(),
-        **opts.profile.describe(), "model": opts.model_name, "tasks": n_tasks, "rounds": opts.rounds,
+    manifest.write(out_dir, {
+        **manifest.header(opts.profile, opts.model_name), "tasks": n_tasks, "rounds": opts.rounds,
         "endpoint": {"base_url": ep.base_url, "model_id": ep.model_id, "api_key_env": ep.api_key_env,
                      "thinking": ep.thinking, "thinking_style": ep.thinking_style, "max_tokens": ep.max_tokens,
                      "temperature": ep.temperature},
@@ -491,12 +485,7 @@ def _write_manifest(opts: GenerateOptions, out_dir: Path, n_tasks: int, timeout_
         "retry": {"max_attempts": opts.retry.max_attempts, "base_s": opts.retry.base_s, "factor": opts.retry.factor,
                   "max_s": opts.retry.max_s},
         "config": opts.config_snapshot,  # names the key's environment variable, never its value
-    }
-    history = out_dir / "run_history"
-    history.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(manifest, ensure_ascii=False, indent=2, default=str)
-    (history / f"run-{time.time_ns()}.json").write_text(text, encoding="utf-8")
-    _write_atomic(out_dir / "run.json", text)
+    })
 
 
 # -- driver -------------------------------------------------------------------------------------------------------
@@ -600,10 +589,10 @@ def run_generate(opts: GenerateOptions) -> dict:
         sd = [r for r in _model_rows(store, "selfdebug", opts.model_name) if (r["lang"], sample_of(r)) in task_keys]
         curve = exec_spatial_at_k(sd, opts.rounds)
         summary["selfdebug"] = {str(k): v for k, v in curve.items()}
-        _write_atomic(run_dir / "selfdebug.json", json.dumps(
+        atomic_write_text(run_dir / "selfdebug.json", json.dumps(
             {"model": opts.model_name, "profile": opts.profile.name, "rounds": opts.rounds,
              "at_k": {str(k): v for k, v in curve.items()}}, indent=2))
-    _write_atomic(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2))
+    atomic_write_text(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2))
     print(format_generation_summary(summary))
     if opts.rounds > 1:
         print("\nself-debugging (share of tasks passing within k rounds):")

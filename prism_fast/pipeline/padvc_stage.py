@@ -14,54 +14,12 @@ from pathlib import Path
 
 import ray
 
-from prism_fast.metrics.padvc import PadvcConfig, PadvcParams
+from prism_fast.config_schema import PadvcSchema
+from prism_fast.metrics.padvc import PadvcParams
 from prism_fast.pipeline.actors import RESTARTS
 from prism_fast.profile import Profile
 
 log = logging.getLogger("prism_fast")
-
-
-def padvc_settings(opts) -> dict:
-    """``metrics.padvc`` of the run's resolved config."""
-    return dict((opts.config_snapshot.get("metrics") or {}).get("padvc") or {})
-
-
-def frame_cache_dir(s: dict, opts) -> str:
-    """``metrics.padvc.frame_cache_dir``, else ``<runs_root>/.cache/ocr_frames`` (beside the render and audit
-    caches, so every run and every multirun job under one runs_root shares it)."""
-    if s.get("frame_cache_dir"):
-        return str(Path(s["frame_cache_dir"]).absolute())
-    runs_root = opts.config_snapshot.get("runs_root") or Path(opts.run_dir).parent
-    return str((Path(runs_root) / ".cache" / "ocr_frames").resolve())
-
-
-def padvc_config(s: dict) -> PadvcConfig:
-    return PadvcConfig(p=float(s.get("p", 0.7)), event_threshold_abs=float(s.get("event_threshold", 50_000.0)),
-                       text_dilate=int(s.get("text_dilate", 7)), text_stride=int(s.get("text_stride", 15)))
-
-
-def ocr_settings(s: dict, profile: Profile):
-    from prism_fast.metrics.padvc import ocr_settings_for_profile
-    from prism_fast.video.ocr import settings_from_mapping
-
-    ocr = dict(s.get("ocr") or {})
-    ocr.setdefault("backend", s.get("ocr_backend", "rapidocr"))
-    return ocr_settings_for_profile(settings_from_mapping(ocr), profile)
-
-
-def pvd_config(s: dict, device: str):
-    from prism_fast.metrics.pvd import PvdConfig
-
-    models = dict(s.get("models") or {})
-    return PvdConfig(embedding_backend=str(s.get("embedding_backend", "sentence-transformers")),
-                     zh_model=models.get("zh"), en_model=models.get("en"), hf_cache=models.get("hf_cache"),
-                     device=str(s.get("embedding_device") or "cpu"))
-
-
-def padvc_params_by_lang(opts) -> dict[str, PadvcParams]:
-    params = ((opts.config_snapshot.get("lang") or {}).get("params")) or {}
-    return {lang: PadvcParams(float(p["padvc"]["mu"]), float(p["padvc"]["sigma"]), float(p["padvc"].get("eps", 1e-8)),
-                              str(p.get("source", "paper"))) for lang, p in params.items()}
 
 
 # Prompts that make PVD load every embedding model a language's prompts can need (words outside the lexicons):
@@ -94,13 +52,13 @@ def pvd_preflight(calc, languages, command: str = "eval") -> None:
 class PadvcWorker:
     """Loads the OCR engine once; scores one gated row at a time (used inside ``PadvcActor`` and by fits)."""
 
-    def __init__(self, settings: dict, profile: Profile, ocr_cache_dir: str | None, frame_cache_dir: str | None,
+    def __init__(self, settings: PadvcSchema, profile: Profile, ocr_cache_dir: str | None, frame_cache_dir: str | None,
                  decoder: str = "opencv", device: str = "cpu"):
         from prism_fast.video.ocr import FrameOcrCache, make_ocr_engine
 
         self.profile = profile
-        self.config = padvc_config(settings)
-        self.ocr = ocr_settings(settings, profile)
+        self.config = settings.padvc_config()
+        self.ocr = settings.ocr_settings(profile)
         self.engine = make_ocr_engine(self.ocr)
         self.frame_cache = FrameOcrCache(frame_cache_dir)
         self.ocr_cache_dir = ocr_cache_dir
@@ -162,7 +120,7 @@ class PadvcWorker:
 
 @ray.remote(num_cpus=1, **RESTARTS)
 class PadvcActor:
-    def __init__(self, settings: dict, profile: Profile, params_by_lang: dict, ocr_cache_dir: str | None,
+    def __init__(self, settings: PadvcSchema, profile: Profile, params_by_lang: dict, ocr_cache_dir: str | None,
                  frame_cache_dir: str | None, decoder: str, device: str):
         self.worker = PadvcWorker(settings, profile, ocr_cache_dir, frame_cache_dir, decoder, device)
         self.params_by_lang = params_by_lang
@@ -182,9 +140,8 @@ def run_padvc_stage(opts, store, tasks, inputs, progress, fps=None) -> None:
     from prism_fast.pipeline.stages import Job, pending_jobs, run_actor_stage
     from prism_fast.schema import normalize_status
 
-    s = padvc_settings(opts)
+    s, params = opts.padvc, opts.padvc_params
     profile = opts.profile
-    params = padvc_params_by_lang(opts)
     by_id = {t.id: t for t in tasks}
     exec_rows = {(r["lang"], r["id"]): r for r in store.read("exec").to_pylist() if r["model"] == opts.model_name}
     audit_rows = {(r["lang"], r["id"]): r for r in store.read("audit").to_pylist() if r["model"] == opts.model_name}
@@ -206,7 +163,7 @@ def run_padvc_stage(opts, store, tasks, inputs, progress, fps=None) -> None:
             immediate.append(normalize_status(row, "padvc_status"))
             continue
         if pvd_calc is None:
-            pvd_calc = PvdCalculator(pvd_config(s, opts.metrics_device), profile=profile)
+            pvd_calc = PvdCalculator(s.pvd_config(opts.metrics_device), profile=profile)
             pvd_preflight(pvd_calc, sorted({i.language for i in inputs}))
         try:
             pvd = pvd_calc.compute(task.instruction)   # cached by prompt hash: once per prompt
@@ -217,10 +174,10 @@ def run_padvc_stage(opts, store, tasks, inputs, progress, fps=None) -> None:
             continue
         work.append(Job(job.lang, job.id, (job.lang, base, pvd.fields())))
     run_dir = Path(opts.run_dir)
-    ocr_cache_dir = str(Path(s.get("ocr_cache_dir") or (run_dir / "ocr_cache")).absolute())
-    frames_dir = frame_cache_dir(s, opts)
+    ocr_cache_dir = str(Path(s.ocr_cache_dir or (run_dir / "ocr_cache")).absolute())
+    frames_dir = s.frame_cache(opts.runs_root)
     gpus = ray.cluster_resources().get("GPU", 0)
-    n = int(s.get("workers") or ray.cluster_resources().get("CPU", 1))
+    n = int(s.workers or ray.cluster_resources().get("CPU", 1))
     use_gpu = opts.metrics_device.startswith("cuda") and gpus > 0
     actor_opts = {"num_gpus": min(1.0, gpus / max(n, 1))} if use_gpu else {}
 

@@ -6,8 +6,6 @@ the store (resume after a crash), except failed rows when ``retry_failed`` is se
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import logging
 import platform
@@ -16,10 +14,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prism_fast.audit.config import AuditConfig
+from prism_fast.config_schema import ExecuteSchema, PadvcSchema
+from prism_fast.fsutil import sha256_text_or_none
 from prism_fast.dataset.bundled import bundled_dataset_path
 from prism_fast.dataset.loader import Task, load_dataset, read_id_list, select_tasks
 from prism_fast.dataset.split import stratified_subset
 from prism_fast.execute.inputs import ScriptInput, load_inputs
+from prism_fast.execute.render import RenderConfig
 from prism_fast.profile import Profile, resolve_profile
 from prism_fast.pipeline.stages import Job, pending_jobs, run_actor_stage
 from prism_fast.store import ResultsStore
@@ -47,27 +49,28 @@ class EvalOptions:
     languages: list[str]
     dataset: DatasetOptions
     profile: Profile
-    render: object  # prism_fast.execute.render.RenderConfig
-    render_workers: int | None = None
-    render_prefork: bool = True
+    render: RenderConfig
+    execute: ExecuteSchema  # the typed ``execute`` group (workers, prefork, … besides what RenderConfig holds)
+    padvc: PadvcSchema  # the typed ``metrics.padvc`` group
+    runs_root: Path
     restrict_to_predictions: bool = False
     retry_failed: bool = False
     text_expand: bool = True
     audit: bool = True
-    audit_cfg: object = None  # prism_fast.audit.config.AuditConfig
+    audit_cfg: AuditConfig = field(default_factory=AuditConfig)
     audit_cache_dir: str | None = None  # audit/cache.py; None = off
     td: bool = True
     td_tau: int = 25
     metrics_device: str = "cpu"
     decoder: str = "auto"
     td_params: dict = field(default_factory=dict)  # lang -> metrics.td.TDParams
+    padvc_params: dict = field(default_factory=dict)  # lang -> metrics.padvc.PadvcParams
     ray_address: str | None = None  # None: this run's own Ray instance (cluster=local)
     ray_num_cpus: int | None = None
     ray_num_gpus: int | None = None
     ray_runtime_env: dict = field(default_factory=dict)
     on_settings_change: str = "recompute"  # recompute | refuse (pipeline/settings.py)
-    config_snapshot: dict = field(default_factory=dict)
-
+    config_snapshot: dict = field(default_factory=dict)  # the resolved config as run.json records it
 
 # -- configuration → typed options (the only place that reads the DictConfig) -------------------------------
 def dataset_path_from_config(cfg) -> str | None:
@@ -111,7 +114,7 @@ def cluster_from_config(cfg) -> tuple[str | None, int | None, float | None]:
     if given:
         raise SystemExit(f"cluster.{'/'.join(given)} set while joining {address}: a joined cluster's resources are "
                          "its nodes' (`ray start --num-cpus …` on each node); leave them null, or use "
-                         "render.workers to use fewer render workers")
+                         "execute.workers to use fewer render workers")
     return str(address), None, None
 
 
@@ -130,6 +133,7 @@ def options_from_config(cfg) -> EvalOptions:
     snapshot = OmegaConf.to_container(cfg, resolve=True)
     snapshot.update(runs_root=str(runs_root), run_dir=str(run_dir))
     snapshot["dataset"]["path"] = dataset_path
+    execute, audit = OmegaConf.to_object(cfg.execute), OmegaConf.to_object(cfg.audit)  # typed (config_schema.py)
     predictions = cfg.model.get("predictions")
     restrict = False
     if cfg.model.kind == "responses" and predictions is None:
@@ -152,21 +156,22 @@ def options_from_config(cfg) -> EvalOptions:
             subset_seed=int(subset.get("seed", 42)),
         ),
         profile=profile,
-        render=render_config_from_mapping(OmegaConf.to_container(cfg.render, resolve=True), runs_root),
-        render_workers=cfg.render.get("workers"),
-        render_prefork=bool(cfg.render.get("prefork", True)),
+        render=execute.render_config(runs_root),
+        execute=execute,
+        padvc=OmegaConf.to_object(cfg.metrics.padvc),
+        runs_root=runs_root,
         restrict_to_predictions=restrict,
         retry_failed=bool(cfg.retry_failed),
         text_expand=bool(cfg.metrics.text_expand.enabled),
-        audit=bool(cfg.audit.enabled),
-        audit_cfg=audit_config_from_mapping(OmegaConf.to_container(cfg.audit, resolve=True)),
-        audit_cache_dir=(str((runs_root / ".cache" / "audit").resolve()) if cfg.audit.get("cache", False)
-                         else None),
+        audit=audit.enabled,
+        audit_cfg=audit.audit_config(),
+        audit_cache_dir=str((runs_root / ".cache" / "audit").resolve()) if audit.cache else None,
         td=bool(cfg.metrics.td.enabled),
         td_tau=int(cfg.metrics.td.tau),
         metrics_device=str(cfg.metrics.device),
         decoder=str(cfg.metrics.decoder),
         td_params=_td_params(cfg),
+        padvc_params=_padvc_params(cfg),
         ray_address=ray_address,
         ray_num_cpus=ray_num_cpus,
         ray_num_gpus=ray_num_gpus,
@@ -176,20 +181,6 @@ def options_from_config(cfg) -> EvalOptions:
     )
 
 
-def audit_config_from_mapping(a: dict):
-    """conf/audit/*.yaml → audit.config.AuditConfig (same field names; unknown keys are an error)."""
-    from dataclasses import fields
-
-    from prism_fast.audit.config import AuditConfig
-
-    known = {f.name for f in fields(AuditConfig)}
-    values = {k: v for k, v in a.items() if k not in ("enabled", "cache")}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise KeyError(f"unknown audit setting(s) {unknown}; see prism_fast/audit/config.py")
-    return AuditConfig(**values)
-
-
 def _td_params(cfg) -> dict:
     from prism_fast.metrics.td import TDParams
 
@@ -197,50 +188,11 @@ def _td_params(cfg) -> dict:
             for lang, p in cfg.lang.params.items()}
 
 
-def render_config_from_mapping(r: dict, runs_root: Path):
-    """conf/render/*.yaml → execute.render.RenderConfig."""
-    from prism_fast.execute.render import RenderConfig
-    from prism_fast.execute.sandbox import Limits
+def _padvc_params(cfg) -> dict:
+    from prism_fast.metrics.padvc import PadvcParams
 
-    lim = r.get("limits") or {}
-    gb = lim.get("address_space_gb")
-    cache = r.get("cache") or {}
-    cache_dir = None
-    if cache.get("enabled"):
-        cache_dir = str(Path(cache.get("dir") or (runs_root / ".cache" / "render")).resolve())
-    tex = r.get("tex_cache") or {}
-    tex_cache_dir = None
-    if tex.get("enabled"):
-        from prism_fast.execute.fingerprint import fingerprint_hash
-        from prism_fast.execute.render import _resolve_bin
-
-        # one directory per render environment (manim, TeX, dvisvgm, fonts): an upgrade never reuses entries
-        fp = fingerprint_hash(_resolve_bin(r.get("manim_bin") or "manim"))
-        tex_cache_dir = str((Path(tex.get("dir") or (runs_root / ".cache" / "tex")) / fp).resolve())
-    kwargs = dict(
-        quality_flag=f"-{r.get('quality', 'ql')}",
-        timeout_s=int(r.get("timeout_s", 600)),
-        limits=Limits(
-            address_space_mb=int(gb * 1024) if gb else None,
-            cpu_seconds=lim.get("cpu_seconds"),
-            file_size_mb=lim.get("file_size_mb"),
-            max_processes=lim.get("processes"),
-            open_files=lim.get("open_files"),
-            memory_mb=int(lim["memory_gb"] * 1024) if lim.get("memory_gb") else None,
-            tmp_mb=int(lim.get("tmp_mb") or 512),
-        ),
-        sandbox=str(r.get("sandbox", "auto")),
-        scratch_mb=int(lim.get("scratch_mb") or 2048),
-        isolate_network=bool(r.get("network_isolation", True)),
-        cache_dir=cache_dir,
-        tex_cache_dir=tex_cache_dir,
-        play_hashing=bool(r.get("play_hashing", False)),
-    )
-    if r.get("manim_bin"):
-        kwargs["manim_bin"] = r["manim_bin"]
-    if lim.get("output_bytes"):
-        kwargs["output_tail_bytes"] = int(lim["output_bytes"])
-    return RenderConfig(**kwargs)
+    return {lang: PadvcParams(float(p.padvc.mu), float(p.padvc.sigma), float(p.padvc.eps), str(p.get("source", "paper")))
+            for lang, p in cfg.lang.params.items()}
 
 
 def run_eval_from_config(cfg) -> dict:
@@ -279,54 +231,23 @@ def select_run_tasks(opts: EvalOptions, run_dir: Path) -> list[Task]:
     return select_tasks(tasks, ids=ids, languages=opts.languages, limit=d.limit)
 
 
-def _sha256(text: str | None) -> str | None:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
-
-
-def _git_commit() -> str | None:
-    from prism_fast.buildinfo import git_commit
-
-    return git_commit()  # env / baked file (the node image) / git rev-parse beside a checkout
-
-
 def write_manifest(opts: EvalOptions, run_dir: Path, n_tasks: int, fps=None) -> dict:
-    from prism_fast import __version__
+    """run.json of this eval (pipeline/manifest.py); ``finished_at`` is set when the run ends with its summary."""
     from prism_fast.execute.fingerprint import env_fingerprint
+    from prism_fast.pipeline import manifest
 
-    manifest = {
-        "prism_fast_version": __version__,
-        "git_commit": _git_commit(),
-        "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-        "finished_at": None,  # set when the run ends with its summary (pipeline/run.py::finish_manifest)
+    return manifest.write(run_dir, {
+        **manifest.header(opts.profile, opts.model_name),
+        "finished_at": None,
         "host": platform.node(),
         "python": sys.version.split()[0],
-        **opts.profile.describe(),
-        "model": opts.model_name,
         "languages": opts.languages,
         "tasks": n_tasks,
         "environment": env_fingerprint(opts.render.manim_bin),
         # the settings every row of this run is (re)made with: stage -> lang -> settings_sha256 (rows/settings)
         "settings_sha256": fps.settings_sha if fps is not None else None,
         "config": opts.config_snapshot,
-    }
-    history = run_dir / "run_history"
-    history.mkdir(exist_ok=True)
-    text = json.dumps(manifest, ensure_ascii=False, indent=2, default=str)
-    path = history / f"run-{time.time_ns()}.json"
-    path.write_text(text, encoding="utf-8")
-    (run_dir / "run.json").write_text(text, encoding="utf-8")
-    manifest["_history_path"] = str(path)
-    return manifest
-
-
-def finish_manifest(manifest: dict, run_dir: Path) -> None:
-    """The run ended with its summary: ``finished_at`` in run.json and its history copy."""
-    path = manifest.pop("_history_path", None)
-    manifest["finished_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
-    text = json.dumps(manifest, ensure_ascii=False, indent=2, default=str)
-    (run_dir / "run.json").write_text(text, encoding="utf-8")
-    if path:
-        Path(path).write_text(text, encoding="utf-8")
+    })
 
 
 def task_rows(opts: EvalOptions, tasks: list[Task], inputs: list[ScriptInput], scripts_dir: Path) -> list[dict]:
@@ -341,8 +262,8 @@ def task_rows(opts: EvalOptions, tasks: list[Task], inputs: list[ScriptInput], s
             "status": "ok" if inp.script is not None else "error",
             "error_kind": None if inp.script is not None else inp.clean_status,
             "error_detail": None, "profile": opts.profile.name,
-            "source": t.source, "instruction_sha256": _sha256(t.instruction),
-            "has_script": inp.script is not None, "script_sha256": _sha256(inp.script),
+            "source": t.source, "instruction_sha256": sha256_text_or_none(t.instruction),
+            "has_script": inp.script is not None, "script_sha256": sha256_text_or_none(inp.script),
             "script_path": str(script_path) if script_path else None,
             "clean_status": inp.clean_status, "format_pollution": inp.format_pollution,
         })
@@ -395,9 +316,9 @@ def run_exec_stage(opts: EvalOptions, store: ResultsStore, inputs: list[ScriptIn
     if orphans:
         log.warning("re-rendering %d sample(s) whose video has no current row (interrupted run or changed "
                     "settings): %s", len(orphans), ", ".join(p.stem for p in orphans[:10]))
-    n = int(opts.render_workers or ray.cluster_resources().get("CPU", 1))
+    n = int(opts.execute.workers or ray.cluster_resources().get("CPU", 1))
     run_actor_stage("exec", store, opts.model_name, opts.profile.name, jobs,
-                    lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork,
+                    lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.execute.prefork,
                                                *_onepass_args(opts)), "render", n, progress,
                     immediate, _exec_lost_row,
                     transform=lambda row: normalize_status(row, "exec_status", skipped_values=("skipped",)),
@@ -561,8 +482,7 @@ def _forget_stale_outputs(opts: EvalOptions, stale: dict) -> None:
     for _, sid in stale["audit"].keys if "audit" in stale else ():
         shutil.rmtree(model_dir / "audit" / "audits" / sid, ignore_errors=True)
     if "exec" in stale:
-        ocr_dir = Path(((opts.config_snapshot.get("metrics") or {}).get("padvc") or {}).get("ocr_cache_dir")
-                       or (opts.run_dir / "ocr_cache"))
+        ocr_dir = Path(opts.padvc.ocr_cache_dir or (opts.run_dir / "ocr_cache"))
         for _, sid in stale["exec"].keys:
             for p in ocr_dir.glob(f"{sid[:80]}__*.json*") if ocr_dir.is_dir() else ():
                 p.unlink(missing_ok=True)
@@ -607,7 +527,7 @@ def run_eval(opts: EvalOptions) -> dict:
         tasks, inputs = [tasks[k] for k in keep], [inputs[k] for k in keep]
     if not tasks:
         raise SystemExit("no tasks selected (check dataset.ids / lang / dataset.limit)")
-    padvc_on = bool(((opts.config_snapshot.get("metrics") or {}).get("padvc") or {}).get("enabled"))
+    padvc_on = opts.padvc.enabled
     enabled = ["tasks", "exec", *(["audit"] if opts.audit else []), *(["padvc"] if padvc_on else []),
                *(["td"] if opts.td else []), *(["text_expand"] if opts.text_expand else [])]
     fps = RunFingerprints(opts, tasks, inputs)
@@ -669,7 +589,9 @@ def run_eval(opts: EvalOptions) -> dict:
     text = format_summary(summary)
     (run_dir / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     (run_dir / "summary.md").write_text(text, encoding="utf-8")
-    finish_manifest(manifest, run_dir)
+    from prism_fast.pipeline.manifest import finish
+
+    finish(manifest, run_dir)
     print(text)
     print(f"\nrun directory: {run_dir}")
     return summary
