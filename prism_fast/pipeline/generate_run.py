@@ -45,7 +45,7 @@ from prism_fast.store import ResultsStore
 if TYPE_CHECKING:  # typed fields of GenerateOptions (pipeline.run imports this module's callers lazily)
     from prism_fast.audit.config import AuditConfig
     from prism_fast.execute.render import RenderConfig
-    from prism_fast.pipeline.run import DatasetOptions
+    from prism_fast.config_schema import DatasetSchema
 
 log = logging.getLogger("prism_fast")
 
@@ -72,7 +72,7 @@ class GenerateOptions:
     concurrency: int
     rounds: int
     languages: list[str]
-    dataset: DatasetOptions
+    dataset: DatasetSchema
     profile: Profile
     render: RenderConfig | None = None  # rounds > 1
     audit_cfg: AuditConfig | None = None  # rounds > 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_fast.audit.config import AuditConfig
-from prism_fast.config_schema import ExecuteSchema, PadvcSchema
+from prism_fast.config_schema import DatasetSchema, ExecuteSchema, PadvcSchema
 from prism_fast.fsutil import sha256_text_or_none
 from prism_fast.dataset.bundled import bundled_dataset_path
 from prism_fast.dataset.loader import Task, load_dataset, read_id_list, select_tasks
@@ -30,24 +30,13 @@ log = logging.getLogger("prism_fast")
 
 
 @dataclass
-class DatasetOptions:
-    path: str | None = None
-    format: str = "auto"
-    strict: bool = True
-    ids: list[str] | str | None = None
-    limit: int | None = None
-    subset_fraction: float | None = None  # None = no subset
-    subset_seed: int = 42
-
-
-@dataclass
 class EvalOptions:
     run_dir: Path
     model_name: str
     model_kind: str
     predictions: str | None
     languages: list[str]
-    dataset: DatasetOptions
+    dataset: DatasetSchema  # the typed ``dataset`` group; ``path`` absolute, or None for the bundled set
     profile: Profile
     render: RenderConfig
     execute: ExecuteSchema  # the typed ``execute`` group (workers, prefork, … besides what RenderConfig holds)
@@ -121,10 +110,8 @@ def cluster_from_config(cfg) -> tuple[str | None, int | None, float | None]:
 def options_from_config(cfg) -> EvalOptions:
     from omegaconf import OmegaConf
 
-    d = cfg.dataset
     dataset_path = dataset_path_from_config(cfg)
     ray_address, ray_num_cpus, ray_num_gpus = cluster_from_config(cfg)
-    subset = d.get("subset") or {}
     profile = resolve_profile(cfg.profile, OmegaConf.to_container(cfg.quirks) or {})
     # Absolute before any actor starts: actors on other nodes (or in another working directory) write videos and
     # audit reports to these paths, and rows keep them; a relative one resolved in the worker's cwd (issue #15).
@@ -133,7 +120,9 @@ def options_from_config(cfg) -> EvalOptions:
     snapshot = OmegaConf.to_container(cfg, resolve=True)
     snapshot.update(runs_root=str(runs_root), run_dir=str(run_dir))
     snapshot["dataset"]["path"] = dataset_path
-    execute, audit = OmegaConf.to_object(cfg.execute), OmegaConf.to_object(cfg.audit)  # typed (config_schema.py)
+    # the typed groups (prism_fast/config_schema.py)
+    dataset, execute, audit = (OmegaConf.to_object(cfg[g]) for g in ("dataset", "execute", "audit"))
+    dataset.path = dataset_path
     predictions = cfg.model.get("predictions")
     restrict = False
     if cfg.model.kind == "responses" and predictions is None:
@@ -146,15 +135,7 @@ def options_from_config(cfg) -> EvalOptions:
         model_kind=str(cfg.model.kind),
         predictions=predictions,
         languages=list(cfg.lang.languages),
-        dataset=DatasetOptions(
-            path=dataset_path,
-            format=d.format,
-            strict=bool(d.strict),
-            ids=OmegaConf.to_container(d.ids) if OmegaConf.is_config(d.ids) else d.ids,
-            limit=d.limit,
-            subset_fraction=float(subset.get("fraction", 0.2)) if subset.get("enabled") else None,
-            subset_seed=int(subset.get("seed", 42)),
-        ),
+        dataset=dataset,
         profile=profile,
         render=execute.render_config(runs_root),
         execute=execute,
@@ -226,8 +207,8 @@ def select_run_tasks(opts: EvalOptions, run_dir: Path) -> list[Task]:
     if isinstance(ids, str):
         ids = read_id_list(ids)
     tasks = loaded.tasks
-    if d.subset_fraction is not None:
-        tasks = stratified_subset(tasks, d.subset_fraction, d.subset_seed)
+    if d.subset.enabled:
+        tasks = stratified_subset(tasks, d.subset.fraction, d.subset.seed)
     return select_tasks(tasks, ids=ids, languages=opts.languages, limit=d.limit)
 
 
