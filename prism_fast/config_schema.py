@@ -7,13 +7,13 @@ One declaration per setting. The YAML files in ``conf/`` hold values (each group
 :class:`prism_fast.audit.config.AuditConfig`, whose fields and reference values are the only declaration of the
 thresholds, so ``conf/audit/reference.yaml`` repeats none), :class:`PadvcSchema` (``metrics.padvc``, read by the
 PADVC stage), :class:`ReportSchema` (``report``; :meth:`ReportSchema.options` gives ``ReportOptions``),
-:class:`DatasetSchema`, :class:`ClusterSchema`.
+:class:`GenerateSchema`, :class:`DatasetSchema`, :class:`ClusterSchema`.
 
 Hydra type-checks every value while it composes the config and names the key, before any work or any file:
 ``Value 'abc' of type 'str' could not be converted to Integer … full_key: execute.workers``; an unknown key
 (``audit.no_such_key=1``) is refused the same way. The schemas are stored as plain (group-less) configs so that
-``prism-fast --help`` does not list them as group options. ``model``, ``lang`` and ``generate`` stay open: their
-options differ in shape.
+``prism-fast --help`` does not list them as group options. ``model`` and ``lang`` stay open: their options
+differ in shape.
 
 A schema field left ``MISSING`` must come from the YAML; ``dataset.path`` stays missing for ``dataset=prism``
 (there is no default file), which the entry point reports before anything is written.
@@ -279,6 +279,35 @@ class ReportSchema:
             compare=list(self.compare), max_samples=self.html.max_samples, max_pictures=self.html.max_pictures)
 
 
+@dataclass
+class BackoffSchema:
+    base_s: float = MISSING
+    factor: float = MISSING
+    max_s: float = MISSING
+
+
+@dataclass
+class SelfDebugSchema:
+    workers: Optional[int] = None
+    error_tail_chars: int = MISSING
+    max_findings: int = MISSING
+
+
+@dataclass
+class GenerateSchema:
+    """``generate``: the client settings of ``prism-fast generate`` (conf/generate/*.yaml)."""
+
+    temperature: float = MISSING
+    max_tokens: int = MISSING
+    concurrency: int = MISSING
+    timeout_s: float = MISSING
+    max_attempts: int = MISSING
+    backoff: BackoffSchema = field(default_factory=BackoffSchema)
+    flush_rows: int = MISSING
+    rounds: int = MISSING
+    selfdebug: SelfDebugSchema = field(default_factory=SelfDebugSchema)
+
+
 _TYPES = {"float": float, "int": int, "bool": bool, "str": str, float: float, int: int, bool: bool, str: str}
 
 
@@ -307,7 +336,7 @@ def audit_schema():
 AuditSchema = audit_schema()
 
 SCHEMAS = {"dataset": DatasetSchema, "execute": ExecuteSchema, "metrics": MetricsSchema, "cluster": ClusterSchema,
-           "audit": AuditSchema, "report": ReportSchema}
+           "audit": AuditSchema, "report": ReportSchema, "generate": GenerateSchema}
 
 
 def register() -> None:

@@ -86,6 +86,9 @@ from omegaconf import OmegaConf  # noqa: E402
                                            ("execute.workers=abc", "execute.workers"),
                                            ("metrics.padvc.ocr.text_score=high", "metrics.padvc.ocr.text_score"),
                                            ("metrics.padvc.no_such_key=1", "metrics.padvc.no_such_key"),
+                                           ("report.bootstrap.resamples=many", "report.bootstrap.resamples"),
+                                           ("generate.rounds=two", "generate.rounds"),
+                                           ("generate.selfdebug.nope=1", "generate.selfdebug.nope"),
                                            ("dataset.nope=1", "dataset.nope")])
 def test_values_are_type_checked_at_compose_time(override, key):
     from hydra.errors import ConfigCompositionException
