@@ -130,7 +130,7 @@ def _run(tmp_path: Path, script: str, *extra: str, send: str | None = None) -> d
     runs = tmp_path / "runs"
     cli = str(Path(sys.executable).with_name("prism-fast"))
     cmd = [cli, "model=predictions", "model.name=tiny", f"model.predictions={preds}", "lang=en", "dataset.limit=1",
-           f"runs_root={runs}", f"hydra.run.dir={runs / 'hydra'}", "cluster.num_cpus=1", "render.cache.enabled=false",
+           f"runs_root={runs}", f"hydra.run.dir={runs / 'hydra'}", "cluster.num_cpus=1", "execute.cache.enabled=false",
            "audit.enabled=false", "metrics.td.enabled=false", *extra]
     args = {"cmd": cmd, "marker": uuid.uuid4().hex, "signal": send, "log": str(tmp_path / "cli.log")}
     out = subprocess.run([sys.executable, "-c", HARNESS, json.dumps(args)], capture_output=True, text=True,
@@ -149,7 +149,7 @@ def test_normal_exit_leaves_no_process(tmp_path):
 
 def test_exception_after_ray_started_leaves_no_process(tmp_path):
     # metrics.padvc.workers is read (int()) after Ray is up (metrics.padvc is an untyped mapping; typed keys such as
-    # render.workers are refused at compose time): a ValueError in the middle of the command
+    # execute.workers are refused at compose time): a ValueError in the middle of the command
     report = _run(tmp_path, TINY_SCRIPT, "metrics.padvc.enabled=true", "metrics.padvc.workers=not-a-number")
     assert report["rc"] not in (0, "timeout") and "ValueError" in report["log"], report["log"]
     assert report["left"] == {}, report["left"]
