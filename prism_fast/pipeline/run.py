@@ -84,7 +84,7 @@ def _forget_stale_outputs(opts: EvalOptions, stale: dict) -> None:
     if "audit" in stale:
         forget_reports(model_output_dir(opts) / "audit", (sid for _, sid in stale["audit"].keys))
     if "exec" in stale:
-        forget_video_ocr(ocr_cache_dir(opts.padvc, opts.run_dir),
+        forget_video_ocr(ocr_cache_dir(opts.padvc.ocr_cache_dir, opts.run_dir),
                          (sid for _, sid in stale["exec"].keys))
 
 
