@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_fast.audit.config import AuditConfig
-from prism_fast.config_schema import DatasetSchema, ExecuteSchema, PadvcSchema
+from prism_fast.config_schema import DatasetSchema, ExecuteSchema, GenerateSchema, PadvcSchema
 from prism_fast.execute.render import RenderConfig
 from prism_fast.generate.client import ChatEndpoint, RetryPolicy
 from prism_fast.generate.rounds import SelfDebugSettings
@@ -194,6 +194,9 @@ class GenerateOptions:
 
 
 def endpoint_from_mapping(model: dict, generate: dict) -> ChatEndpoint:
+    """``model.endpoint`` (+ ``generate.max_tokens`` / ``temperature``) → ChatEndpoint. The ``model`` group stays an
+    open mapping (config_schema.py: its options differ in shape: a provider's endpoint, thinking style, price, or
+    none at all), so its endpoint is checked here, before any request."""
     ep = model.get("endpoint")
     if not isinstance(ep, dict):
         raise SystemExit(f"model {model.get('name')!r} has no `endpoint` section, so it cannot be queried; use "
@@ -220,22 +223,19 @@ def generate_options_from_config(cfg) -> GenerateOptions:
     from omegaconf import OmegaConf
 
     base = options_from_config(cfg)  # dataset, languages, profile, render and audit settings as `eval` reads them
-    g = OmegaConf.to_container(cfg.generate, resolve=True)
+    g: GenerateSchema = OmegaConf.to_object(cfg.generate)  # typed (prism_fast/config_schema.py)
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    backoff = g.get("backoff") or {}
-    sd = g.get("selfdebug") or {}
-    workers = sd.get("workers") or os.cpu_count() or 1
-    snapshot = dict(base.config_snapshot)
+    sd = g.selfdebug
     return GenerateOptions(
-        run_dir=base.run_dir, model_name=base.model_name, endpoint=endpoint_from_mapping(model, g),
-        retry=RetryPolicy(max_attempts=int(g.get("max_attempts", 3)), base_s=float(backoff.get("base_s", 5.0)),
-                          factor=float(backoff.get("factor", 2.0)), max_s=float(backoff.get("max_s", 60.0))),
-        timeout_s=float(g.get("timeout_s", 1200)), concurrency=int(g.get("concurrency", 16)),
-        rounds=int(g.get("rounds", 1)), languages=base.languages, dataset=base.dataset, profile=base.profile,
-        render=base.render, audit_cfg=base.audit_cfg,
-        selfdebug=SelfDebugSettings(workers=int(workers), error_tail_chars=int(sd.get("error_tail_chars", 2000)),
-                                    max_findings=int(sd.get("max_findings", 20))),
-        retry_failed=base.retry_failed, flush_rows=int(g.get("flush_rows", 16)), config_snapshot=snapshot,
+        run_dir=base.run_dir, model_name=base.model_name,
+        endpoint=endpoint_from_mapping(model, {"max_tokens": g.max_tokens, "temperature": g.temperature}),
+        retry=RetryPolicy(max_attempts=g.max_attempts, base_s=g.backoff.base_s, factor=g.backoff.factor,
+                          max_s=g.backoff.max_s),
+        timeout_s=g.timeout_s, concurrency=g.concurrency, rounds=g.rounds, languages=base.languages,
+        dataset=base.dataset, profile=base.profile, render=base.render, audit_cfg=base.audit_cfg,
+        selfdebug=SelfDebugSettings(workers=int(sd.workers or os.cpu_count() or 1),
+                                    error_tail_chars=sd.error_tail_chars, max_findings=sd.max_findings),
+        retry_failed=base.retry_failed, flush_rows=g.flush_rows, config_snapshot=dict(base.config_snapshot),
         eval_overrides=eval_overrides(base.model_name),
     )
 
