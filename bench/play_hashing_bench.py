@@ -1,4 +1,4 @@
-"""Render with and without manim's per-play hashing (``render.play_hashing``) on the same scripts: CPU cost
+"""Render with and without manim's per-play hashing (``execute.play_hashing``) on the same scripts: CPU cost
 and byte equality of every video. One run, one render at a time, the CLI backend (a cold ``manim`` process,
 as the authors run it), alternating the order per sample so neither side always runs first.
 

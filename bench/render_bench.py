@@ -299,7 +299,7 @@ def bundled_main(args) -> int:
 
 
 def sandbox_main(args) -> int:
-    """``--sandbox-overhead``: the view (``render.sandbox=auto``: namespaces, pivot_root, uid drop, cgroups,
+    """``--sandbox-overhead``: the view (``execute.sandbox=auto``: namespaces, pivot_root, uid drop, cgroups,
     scratch tmpfs) vs ``unsafe`` (the pre-view protections), same prefork worker, same bundled answers, ABAB
     order per sample. CPU = our process's delta + the forked child's ``cpu_s``; mp4s must be identical."""
     from prism_fast.dataset.bundled import bundled_dataset_path
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ids", default=None, help="--bundled: comma-separated sample ids")
     ap.add_argument("--timeout", type=int, default=600, help="--bundled: per-render timeout in seconds")
     ap.add_argument("--sandbox-overhead", action="store_true",
-                    help="the sandbox view (render.sandbox=auto) vs the unsafe level on the bundled answers")
+                    help="the sandbox view (execute.sandbox=auto) vs the unsafe level on the bundled answers")
     args = ap.parse_args(argv)
     if args.sandbox_overhead:
         return sandbox_main(args)

@@ -6,7 +6,7 @@ authors' sequence of scripts. One run, same scripts (the bundled reference answe
 
 Part A — render stage throughput with 1 and 2 render workers: ``prism-fast eval`` restricted to the Exec stage
 (audit / TD / TextExpand off, render cache and TeX cache off, fresh run dir), ``cluster.num_cpus=N``,
-``render.workers=N``, after one untimed warm-up pass over the same samples (first renders fill the OS page cache
+``execute.workers=N``, after one untimed warm-up pass over the same samples (first renders fill the OS page cache
 and font/TeX caches; without it the second timed run profits). Throughput = samples / Exec stage wall time.
 Target: 2 workers >= 1.8x of 1 worker.
 
@@ -65,13 +65,13 @@ def _eval(runs_root: Path, ids, *overrides: str) -> dict:
 
 def part_a(ids, work: Path, warmup: bool = True) -> dict:
     exec_only = ("audit.enabled=false", "metrics.td.enabled=false", "metrics.text_expand.enabled=false",
-                 "render.cache.enabled=false", "render.tex_cache.enabled=false")
+                 "execute.cache.enabled=false", "execute.tex_cache.enabled=false")
     if warmup:  # untimed: OS page cache, font and TeX caches warm for both timed runs, not only the second
-        _eval(work / "a_warmup", ids, "cluster.num_cpus=2", "render.workers=2", *exec_only)
+        _eval(work / "a_warmup", ids, "cluster.num_cpus=2", "execute.workers=2", *exec_only)
         print(f"[A] warm-up pass over {len(ids)} samples done", file=sys.stderr, flush=True)
     out = {}
     for n in (1, 2):
-        res = _eval(work / f"a{n}", ids, f"cluster.num_cpus={n}", f"render.workers={n}", *exec_only)
+        res = _eval(work / f"a{n}", ids, f"cluster.num_cpus={n}", f"execute.workers={n}", *exec_only)
         exec_s = res["summary"]["stage_seconds"]["exec"]
         rows = _rows(res["run_dir"], "exec").values()
         # cores one render keeps busy (CPU of its process tree / its wall time): above 1, a lone render

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.texcache_bench [--limit N | --ids ID,ID] [--json out.json]
 
 Passes, one render at a time, all through one prefork worker (render cache off):
-  P0  no TeX cache (what `render.tex_cache.enabled=false` does);
+  P0  no TeX cache (what `execute.tex_cache.enabled=false` does);
   T1  TeX cache, starting empty: an expression is compiled by the sample, recorded on its first sighting,
       re-compiled by the trusted verifier on its second and served from the third on (a first sweep);
   T2  the same scripts again over the cache T1 left (a re-sweep, another model, another language).

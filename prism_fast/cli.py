@@ -45,7 +45,7 @@ COMMAND_HELP = {
          "model=reference|fixture|predictions|local|openai|...  model.name=...  model.predictions=PATH",
          "lang=all|en|zh  profile=reference|improved  quirks={Q-...: true}",
          "metrics.td.tau=25  metrics.td.enabled  metrics.padvc.enabled  metrics.text_expand.enabled  audit.enabled",
-         "render.workers=N  render.timeout_s=600  cluster=local|ray  cluster.address=HOST:6379  cluster.num_cpus=N",
+         "execute.workers=N  execute.timeout_s=600  cluster=local|ray  cluster.address=HOST:6379  cluster.num_cpus=N",
          "runs_root=runs  run_name=...  retry_failed=true  on_settings_change=recompute|refuse"],
         ["prism-fast lang=zh dataset.limit=5", "prism-fast dataset=prism dataset.path=prism_dataset.jsonl",
          "prism-fast -m metrics.td.tau=20,25,30    # sweep under <runs_root>/multirun/"]),
@@ -138,6 +138,10 @@ def _early_answer(argv: list[str]) -> str | None:
 
 def _rewrite_argv(argv: list[str]) -> list[str]:
     """Turn ``[COMMAND] [positional...] overrides`` into pure Hydra overrides."""
+    renamed = [a for a in argv if a.lstrip("+~").startswith(("render.", "render="))]
+    if renamed:  # the group configures package `execute` and carries its name (issue #16)
+        raise SystemExit(f"{renamed[0]}: the config group `render` is now `execute` "
+                         f"(e.g. {renamed[0].lstrip('+~').replace('render', 'execute', 1)}). Nothing was written.")
     if not argv or argv[0] not in COMMANDS:
         return argv
     command, rest = argv[0], argv[1:]

@@ -306,7 +306,7 @@ def check_sandbox(level: str, is_root: bool, missing: list[str]) -> Check:
         return Check("sandbox", OK, f"level bwrap: bubblewrap with user namespaces{extra}")
     return Check("sandbox", MISSING, f"level none ({'root' if is_root else 'not root'}, no working bubblewrap)"
                                      f"{extra}",
-                 "every render and audit is refused (Exec 0 %) unless render.sandbox=unsafe, which runs "
+                 "every render and audit is refused (Exec 0 %) unless execute.sandbox=unsafe, which runs "
                  "untrusted scripts uncontained",
                  "docker run --cap-add SYS_ADMIN (root with mount+PID namespaces) or --privileged, or bubblewrap "
                  "with unprivileged user namespaces (docs/security.md)")

@@ -1,4 +1,4 @@
-"""Integrity of what trusted code writes to disk: atomic files, content keys and HMAC tags (issue #13).
+"""Integrity of what trusted code writes to disk: HMAC tags, their key, and the content-cache base (issue #13).
 
 Why: the results store and the render/audit/OCR/TeX caches are read back as trusted input (a cached row is
 a result; the newest store row wins). A generated script runs on the same machine, and a script that could
@@ -31,116 +31,15 @@ import os
 import secrets
 import stat
 import time
-import uuid
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import Callable
+
+from prism_fast.fsutil import IntegrityError, atomic_write_text, canonical_json, roundtrip, temp_name
 
 log = logging.getLogger(__name__)
 
 KEY_NAME = "integrity.key"
 KEY_BYTES = 32
-
-
-class IntegrityError(ValueError):
-    """Content does not match what its tag or recorded hash says."""
-
-
-# -- hashing --------------------------------------------------------------------------------------------------
-
-def canonical_json(obj, *, ensure_ascii: bool = False, default: Callable | None = None) -> str:
-    """Sorted keys, no whitespace: equal values give equal text (the form every content key hashes)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=ensure_ascii, separators=(",", ":"), default=default)
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def sha256_json(obj, *, default: Callable | None = None) -> str:
-    """sha256 hex of :func:`canonical_json` (the cache keys: the same value always gives the same key)."""
-    return sha256_text(canonical_json(obj, default=default))
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-# -- atomic files ---------------------------------------------------------------------------------------------
-
-def fsync_dir(path: str | os.PathLike) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def temp_name(dest: Path) -> Path:
-    """A hidden, unique name beside ``dest`` (``.<name>.<random>.tmp``): readers that skip dot files (pyarrow,
-    every cache lookup by exact name) never see it, and concurrent writers never share one."""
-    return dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:16]}.tmp")
-
-
-def atomic_write(dest: str | os.PathLike, write: Callable[[BinaryIO], None], *, fsync: bool = True,
-                 fsync_parent: bool = False) -> None:
-    """``write(fh)`` into a hidden temporary file beside ``dest``, fsync it, then ``os.replace`` it into place:
-    ``dest`` is the complete old or the complete new file, never a torn one, even if the writer is killed."""
-    dest = Path(dest)
-    tmp = temp_name(dest)
-    try:
-        with open(tmp, "xb") as fh:
-            write(fh)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if fsync_parent:
-        fsync_dir(dest.parent)
-
-
-def atomic_write_bytes(dest: str | os.PathLike, data: bytes, **kw) -> None:
-    atomic_write(dest, lambda fh: fh.write(data), **kw)
-
-
-def atomic_write_text(dest: str | os.PathLike, text: str, **kw) -> None:
-    atomic_write_bytes(dest, text.encode("utf-8"), **kw)
-
-
-def atomic_copy(src: str | os.PathLike, dest: str | os.PathLike, *, expect_sha256: str | None = None,
-                fsync: bool = True) -> str:
-    """Copy ``src`` to ``dest`` atomically; returns the sha256 of the bytes written. With ``expect_sha256`` the
-    copy is put in place only if those bytes hash to it (else :class:`IntegrityError`, ``dest`` untouched):
-    hashing the copy, not the source, leaves no window in which the source could be swapped after the check."""
-    dest = Path(dest)
-    tmp = temp_name(dest)
-    h = hashlib.sha256()
-    try:
-        with open(src, "rb") as fin, open(tmp, "xb") as fout:
-            for block in iter(lambda: fin.read(1 << 20), b""):
-                h.update(block)
-                fout.write(block)
-            fout.flush()
-            if fsync:
-                os.fsync(fout.fileno())
-        digest = h.hexdigest()
-        if expect_sha256 is not None and not hmac.compare_digest(digest, str(expect_sha256)):
-            raise IntegrityError(f"{src}: sha256 {digest[:16]}… is not the recorded {str(expect_sha256)[:16]}…")
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return digest
 
 
 # -- the key and the tags -------------------------------------------------------------------------------------
@@ -245,12 +144,6 @@ def verify(key: bytes, data: bytes, tag_hex) -> bool:
     return hmac.compare_digest(tag(key, data), tag_hex)
 
 
-def roundtrip(obj, *, default: Callable | None = None):
-    """``obj`` as a reader will see it after JSON (tuples become lists, ``default`` applied): tag this, not the
-    in-memory value, so that writer and reader compute the tag over the same message."""
-    return json.loads(json.dumps(obj, ensure_ascii=False, default=default))
-
-
 class FailureLog:
     """Counts integrity failures of one cache object and logs the first ``limit`` as warnings (an old cache
     without tags would otherwise print one line per entry)."""
@@ -268,7 +161,67 @@ class FailureLog:
             self.logger.warning("%s: further integrity failures are counted but not logged", self.what)
 
 
-__all__ = ["KEY_NAME", "KEY_BYTES", "IntegrityError", "canonical_json", "sha256_hex", "sha256_text", "sha256_json",
-           "sha256_file", "fsync_dir", "temp_name", "atomic_write", "atomic_write_bytes", "atomic_write_text",
-           "atomic_copy", "default_key_dir", "load_or_create_key", "message", "tag", "verify", "roundtrip",
-           "FailureLog"]
+class ContentCache:
+    """Base of the content-addressed caches (render: ``execute/cache.py``, audit: ``audit/cache.py``, OCR frames:
+    ``video/ocr.py``): one JSON entry per key at ``<root>/<key[:2]>/<key>.json``, written atomically, carrying
+    ``tag = HMAC(key, message(KIND, key=<cache key>, entry=<entry without its tag>))``. :meth:`load` returns an
+    entry only when its tag verifies: an entry without a tag, edited, written by anyone without the key or copied
+    from another key is a miss, logged and counted in :attr:`integrity_failures` (the caller recomputes and
+    overwrites it). The tags are applied here and nowhere else.
+
+    ``integrity_key``: the HMAC key (bytes); default: the one in :func:`default_key_dir` of ``root``, created on
+    first use. Subclasses set ``KIND`` (tag kind: a tag of one cache is never valid for another) and ``WHAT`` (log
+    name) and may override :meth:`tag_message` (the OCR cache keeps its pre-#16 message, so old entries stay
+    valid)."""
+
+    KIND = "content_cache"
+    WHAT = "content cache"
+
+    def __init__(self, root: str | os.PathLike, integrity_key: bytes | None = None):
+        self.root = Path(root)
+        self.key = integrity_key if integrity_key is not None else load_or_create_key(default_key_dir(self.root))
+        self._failures = FailureLog(log, self.WHAT)
+
+    @property
+    def integrity_failures(self) -> int:
+        """Entries rejected by this object because their tag did not verify."""
+        return self._failures.count
+
+    def path(self, key: str, suffix: str = ".json") -> Path:
+        return self.root / key[:2] / f"{key}{suffix}"
+
+    def tag_message(self, key: str, entry: dict) -> bytes:
+        return message(self.KIND, key=key, entry=entry)
+
+    def reject(self, key: str, why: str) -> None:
+        """Count and log an entry that failed a check beyond its tag (e.g. a file whose hash is not the tagged one)."""
+        self._failures(key[:16], why)
+
+    def load(self, key: str) -> dict | None:
+        """The verified entry (without its tag), or None: absent, unreadable (logged) or failing its tag (counted)."""
+        path = self.path(key)
+        if not path.exists():
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            tag_hex = entry.pop("tag", None)
+            ok = verify(self.key, self.tag_message(key, entry), tag_hex)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("%s: unreadable entry %s (%s); recomputing", self.WHAT, key[:16], exc)
+            return None
+        if not ok:
+            self.reject(key, "missing tag" if tag_hex is None else "invalid tag")
+            return None
+        return entry
+
+    def store(self, key: str, entry: dict, *, default: Callable | None = None) -> None:
+        """Write ``entry`` (as JSON reads it back) with its tag, atomically. Raises OSError."""
+        entry = roundtrip(entry, default=default)
+        entry["tag"] = tag(self.key, self.tag_message(key, entry))
+        path = self.path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(entry, ensure_ascii=False, sort_keys=True))
+
+
+__all__ = ["KEY_NAME", "KEY_BYTES", "IntegrityError", "default_key_dir", "load_or_create_key", "message", "tag",
+           "verify", "FailureLog", "ContentCache"]

@@ -80,7 +80,7 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("tex_cache", _S),
         ("tex_cache_hits", _I),
         ("tex_cache_published", _I),
-        ("play_hashing", _B),  # false: rendered with --disable_caching (render.play_hashing)
+        ("play_hashing", _B),  # false: rendered with --disable_caching (execute.play_hashing)
         ("onepass", _S),  # off | ineligible | shared | separate | fallback (audit/onepass.py)
         ("onepass_reasons", _S),  # JSON list: why the audit could not share this render
         ("manim_executions", _I),  # Manim executions of this stage for the sample (2 = one-pass failed, re-rendered)

@@ -54,7 +54,7 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prism_fast import integrity
+from prism_fast import fsutil, integrity
 from prism_fast.schema import KEY_FIELDS, PARTITION_FIELDS, STATUS_VALUES, stage_schema
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class ResultsStore:
         return self._key
 
     def _message(self, rel: str, data: bytes) -> bytes:
-        return integrity.message(TAG_KIND, path=rel, sha256=integrity.sha256_hex(data))
+        return integrity.message(TAG_KIND, path=rel, sha256=fsutil.sha256_hex(data))
 
     # -- writing -----------------------------------------------------------------------------------------
     def append(self, stage: str, rows: Iterable[dict], *, invalid: str = "raise") -> list[Path]:
@@ -216,8 +216,8 @@ class ResultsStore:
         data = buf.getvalue()
         rel = final.relative_to(self.root).as_posix()
         # the tag first: a part file never appears without the tag that vouches for it
-        integrity.atomic_write_text(tag_path(final), integrity.tag(key, self._message(rel, data)))
-        integrity.atomic_write_bytes(final, data, fsync_parent=True)
+        fsutil.atomic_write_text(tag_path(final), integrity.tag(key, self._message(rel, data)))
+        fsutil.atomic_write_bytes(final, data, fsync_parent=True)
         return final
 
     def sweep_temporaries(self) -> list[Path]:
@@ -225,7 +225,7 @@ class ResultsStore:
         file never landed."""
         removed = []
         if self.root.exists():
-            # ".part-*.tmp": a part file's temporary; "..part-*.tmp": its tag's (integrity.temp_name of ".part-….tag")
+            # ".part-*.tmp": a part file's temporary; "..part-*.tmp": its tag's (fsutil.temp_name of ".part-….tag")
             for pattern in (".part-*.tmp", "..part-*.tmp"):
                 for tmp in self.root.rglob(pattern):
                     if tmp.exists():

@@ -23,7 +23,7 @@ def test_defaults_are_reference_and_both_languages():
     assert cfg.profile == "reference"
     assert list(cfg.lang.languages) == ["en", "zh"]
     assert cfg.model.name == "reference" and cfg.dataset.name == "sample"
-    assert cfg.render.timeout_s == 600 and cfg.metrics.td.tau == 25
+    assert cfg.execute.timeout_s == 600 and cfg.metrics.td.tau == 25
     for lang, metrics in PAPER.items():
         for metric, (mu, sigma, eps) in metrics.items():
             got = cfg.lang.params[lang][metric]
@@ -79,9 +79,16 @@ from omegaconf import OmegaConf  # noqa: E402
 
 
 @pytest.mark.parametrize("override, key", [("dataset.limit=abc", "dataset.limit"), ("metrics.td.tau=x", "metrics.td.tau"),
-                                           ("render.timeout_s=1.5", "render.timeout_s"),
+                                           ("execute.timeout_s=1.5", "execute.timeout_s"),
                                            ("cluster.num_cpus=many", "cluster.num_cpus"),
                                            ("audit.cover_min=big", "audit.cover_min"),
+                                           ("audit.no_such_key=1", "audit.no_such_key"),
+                                           ("execute.workers=abc", "execute.workers"),
+                                           ("metrics.padvc.ocr.text_score=high", "metrics.padvc.ocr.text_score"),
+                                           ("metrics.padvc.no_such_key=1", "metrics.padvc.no_such_key"),
+                                           ("report.bootstrap.resamples=many", "report.bootstrap.resamples"),
+                                           ("generate.rounds=two", "generate.rounds"),
+                                           ("generate.selfdebug.nope=1", "generate.selfdebug.nope"),
                                            ("dataset.nope=1", "dataset.nope")])
 def test_values_are_type_checked_at_compose_time(override, key):
     from hydra.errors import ConfigCompositionException
@@ -137,6 +144,9 @@ def _cli_in(cwd, *args, timeout=120):
 
 @pytest.mark.parametrize("args, words", [
     (["dataset.limit=abc"], ["dataset.limit", "could not be converted to Integer"]),
+    (["execute.workers=abc"], ["execute.workers", "could not be converted to Integer"]),
+    (["audit.no_such_key=1"], ["audit.no_such_key"]),
+    (["render.workers=2"], ["the config group `render` is now `execute`", "execute.workers=2"]),
     (["dataset=prism"], ["dataset=prism needs dataset.path", "Nothing was written"]),
     (["dataset=prism", "dataset.path=missing.jsonl"], ["missing.jsonl: no such file"]),
     (["cluster=ray"], ["cluster=ray needs cluster.address"]),

@@ -21,13 +21,12 @@ overwritten.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from dataclasses import asdict
 from pathlib import Path
 
-from prism_fast import integrity
+from prism_fast import fsutil
+from prism_fast.integrity import ContentCache
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +38,9 @@ TAG_KIND = "audit_cache"
 
 def audit_cache_key(*, script_text: str, sample_id: str, audit_cfg, profile, env_fingerprint: str) -> str:
     settings = {k: v for k, v in asdict(audit_cfg).items() if k not in NOT_IN_KEY}
-    return integrity.sha256_json({
+    return fsutil.sha256_json({
         "schema": CACHE_SCHEMA,
-        "script_sha256": integrity.sha256_text(script_text),
+        "script_sha256": fsutil.sha256_text(script_text),
         "sample_id": sample_id,
         "audit": settings,
         "profile": profile.describe(),
@@ -58,42 +57,21 @@ def cacheable(row: dict) -> bool:
     return True
 
 
-def _message(key: str, body: dict) -> bytes:
-    return integrity.message(TAG_KIND, key=key, entry=body)
+class AuditCache(ContentCache):
+    """Cached audit rows and reports (:class:`prism_fast.integrity.ContentCache`: layout, tags)."""
 
-
-class AuditCache:
-    """``integrity_key``: the HMAC key (bytes); default: the one in :func:`prism_fast.integrity.default_key_dir`
-    of ``root``, created on first use."""
-
-    def __init__(self, root: str | os.PathLike, integrity_key: bytes | None = None):
-        self.root = Path(root)
-        self.key = integrity_key if integrity_key is not None else integrity.load_or_create_key(
-            integrity.default_key_dir(self.root))
-        self._failures = integrity.FailureLog(log, "audit cache")
-
-    @property
-    def integrity_failures(self) -> int:
-        """Entries rejected by this object because their tag did not verify."""
-        return self._failures.count
-
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+    KIND = TAG_KIND
+    WHAT = "audit cache"
 
     def get(self, key: str, sample_id: str, work_dir: Path, script_text: str) -> dict | None:
-        path = self._path(key)
-        if not path.exists():
+        entry = self.load(key)
+        if entry is None:
             return None
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            tag = entry.pop("tag", None)
-            if not integrity.verify(self.key, _message(key, entry), tag):
-                self._failures(key[:16], "missing tag" if tag is None else "invalid tag")
-                return None
             row, report = entry["row"], entry["report"]
             if not isinstance(row, dict) or not (report is None or isinstance(report, str)):
                 raise ValueError("malformed entry")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:
             log.warning("audit cache: unreadable entry %s (%s); recomputing", key[:16], exc)
             return None
         script = work_dir / "scripts" / f"{sample_id}.py"
@@ -102,7 +80,7 @@ class AuditCache:
         if report is not None:
             dest = work_dir / "audits" / sample_id / "audit_report.json"
             dest.parent.mkdir(parents=True, exist_ok=True)
-            integrity.atomic_write_text(dest, report)
+            fsutil.atomic_write_text(dest, report)
         row["file_path"] = str(script)
         row["audit_cache_hit"] = True
         return row
@@ -112,14 +90,9 @@ class AuditCache:
             return False
         try:
             report = report_path.read_text(encoding="utf-8") if report_path.exists() else None
-            entry = integrity.roundtrip({"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False},
-                                         "report": report}, default=str)
-            entry["tag"] = integrity.tag(self.key, _message(key, entry))
-            path = self._path(key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            integrity.atomic_write_text(path, json.dumps(entry, ensure_ascii=False, sort_keys=True))
+            self.store(key, {"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False}, "report": report},
+                       default=str)
         except OSError as exc:
             log.warning("audit cache: could not store %s (%s)", key[:16], exc)
             return False
         return True
-

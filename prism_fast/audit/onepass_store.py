@@ -6,7 +6,6 @@ files, exactly as an audit-only run writes them) and ``onepass/<id>.json`` (the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from prism_fast.audit.cache import AuditCache, audit_cache_key
 from prism_fast.audit.rows import build_row
 from prism_fast.execute.fingerprint import fingerprint_hash
 from prism_fast.execute.render import resolve_bin
+from prism_fast.fsutil import atomic_write_text, sha256_text
 
 
 def report_text(report: dict) -> str:
@@ -41,13 +41,9 @@ def write_shared_audit(sample_id: str, file_path: str, shared: dict, work_dir) -
     return row
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _settings_sha256(audit_cfg: dict | None) -> str:
-    return _sha256(json.dumps({k: v for k, v in (audit_cfg or {}).items() if k != "one_pass"}, sort_keys=True,
-                              default=str))
+    return sha256_text(json.dumps({k: v for k, v in (audit_cfg or {}).items() if k != "one_pass"}, sort_keys=True,
+                                  default=str))
 
 
 def store_shared_audit(sample_id: str, script: str, shared: dict, work_dir, audit_cfg: dict | None = None) -> dict:
@@ -72,10 +68,8 @@ def store_separate_audit(sample_id: str, script: str, row: dict, work_dir, audit
 def _write_pending(sample_id: str, script: str, row: dict, work_dir, audit_cfg: dict | None) -> None:
     pending = Path(work_dir) / "onepass"
     pending.mkdir(parents=True, exist_ok=True)
-    tmp = pending / f".{sample_id}.json.tmp"
-    doc = {"script_sha256": _sha256(script), "settings_sha256": _settings_sha256(audit_cfg), "row": row}
-    tmp.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(pending / f"{sample_id}.json")
+    doc = {"script_sha256": sha256_text(script), "settings_sha256": _settings_sha256(audit_cfg), "row": row}
+    atomic_write_text(pending / f"{sample_id}.json", json.dumps(doc, ensure_ascii=False), fsync=False)
 
 
 def load_shared_audit(sample_id: str, script: str | None, work_dir, audit_cfg: dict | None = None) -> dict | None:
@@ -87,7 +81,7 @@ def load_shared_audit(sample_id: str, script: str | None, work_dir, audit_cfg: d
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if doc.get("script_sha256") != _sha256(script) or doc.get("settings_sha256") != _settings_sha256(audit_cfg):
+    if doc.get("script_sha256") != sha256_text(script) or doc.get("settings_sha256") != _settings_sha256(audit_cfg):
         return None
     return dict(doc["row"])  # dict/list fields are JSON-encoded by the store, as for audit-only rows
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from prism_fast.audit import tamper
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.rows import build_row, results_document
+from prism_fast.fsutil import atomic_write_text
 from prism_fast.execute import sandbox
 from prism_fast.profile import REFERENCE, Profile
 
@@ -235,9 +236,7 @@ def audit_batch(input_dir, output_dir, cfg: AuditConfig | None = None, profile: 
 
     def save():
         doc = results_document(list(existing.values()), str(input_dir), workers, cfg.timeout_sec, extra)
-        tmp = result_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(result_path)
+        atomic_write_text(result_path, json.dumps(doc, indent=2, ensure_ascii=False), fsync=False)
 
     done = len(existing)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:

@@ -27,12 +27,11 @@ always means a complete entry. Safe for several processes sharing one root.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from pathlib import Path
 
-from prism_fast import integrity
+from prism_fast import fsutil
+from prism_fast.integrity import ContentCache, IntegrityError
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +43,9 @@ TAG_KIND = "render_cache"
 def render_cache_key(*, script_text: str, sample_id: str, scene: str, render_settings: dict,
                      exec_switches: dict, env_fingerprint: str) -> str:
     """sha256 hex of the canonical JSON of the inputs (see module docstring)."""
-    return integrity.sha256_json({
+    return fsutil.sha256_json({
         "schema": CACHE_SCHEMA,
-        "script_sha256": integrity.sha256_text(script_text),
+        "script_sha256": fsutil.sha256_text(script_text),
         "sample_id": sample_id,
         "scene": scene,
         "render": render_settings,
@@ -55,47 +54,25 @@ def render_cache_key(*, script_text: str, sample_id: str, scene: str, render_set
     })
 
 
-def _message(key: str, body: dict) -> bytes:
-    return integrity.message(TAG_KIND, key=key, entry=body)
+class RenderCache(ContentCache):
+    """A directory of cached render rows and videos (:class:`prism_fast.integrity.ContentCache`: layout, tags)."""
 
-
-class RenderCache:
-    """A directory of cached render rows and videos. ``integrity_key``: the HMAC key (bytes); default: the one
-    in :func:`prism_fast.integrity.default_key_dir` of ``root``, created on first use."""
-
-    def __init__(self, root: str | os.PathLike, integrity_key: bytes | None = None):
-        self.root = Path(root)
-        self.key = integrity_key if integrity_key is not None else integrity.load_or_create_key(
-            integrity.default_key_dir(self.root))
-        self._failures = integrity.FailureLog(log, "render cache")
-
-    @property
-    def integrity_failures(self) -> int:
-        """Entries rejected by this object because their tag or video did not verify."""
-        return self._failures.count
-
-    def _paths(self, key: str) -> tuple[Path, Path]:
-        folder = self.root / key[:2]
-        return folder / f"{key}.json", folder / f"{key}.mp4"
+    KIND = TAG_KIND
+    WHAT = "render cache"
 
     def get(self, key: str, dest_video: Path) -> dict | None:
         """The cached row, with its mp4 copied to ``dest_video`` when it was a success; None on a miss."""
-        meta, video = self._paths(key)
-        if not meta.exists():
+        entry = self.load(key)
+        if entry is None:
             return None
         try:
-            entry = json.loads(meta.read_text(encoding="utf-8"))
-            tag = entry.pop("tag", None)
-            if not integrity.verify(self.key, _message(key, entry), tag):
-                self._failures(key[:16], "missing tag" if tag is None else "invalid tag")
-                return None
             row = entry["row"]
             if row.get("success"):
                 dest_video.parent.mkdir(parents=True, exist_ok=True)
-                integrity.atomic_copy(video, dest_video, expect_sha256=entry["mp4_sha256"])
+                fsutil.atomic_copy(self.path(key, ".mp4"), dest_video, expect_sha256=entry["mp4_sha256"])
                 row["video_path"] = str(dest_video)
-        except integrity.IntegrityError as exc:
-            self._failures(key[:16], f"mp4 does not match its tagged hash: {exc}")
+        except IntegrityError as exc:
+            self.reject(key, f"mp4 does not match its tagged hash: {exc}")
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("render cache: unreadable entry %s (%s); recomputing", key, exc)
@@ -109,16 +86,14 @@ class RenderCache:
         cacheable = row.get("success") and not row.get("skipped") or row.get("error_kind") in CACHEABLE_ERROR_KINDS
         if not cacheable:
             return False
-        meta, video = self._paths(key)
-        meta.parent.mkdir(parents=True, exist_ok=True)
         public = {k: v for k, v in row.items() if not k.startswith("_")}  # a caller's private field, not a result
         entry = {"schema": CACHE_SCHEMA, "row": {**public, "cache_hit": False, "cache_key": key}}
         try:
-            if row.get("success"):
-                entry["mp4_sha256"] = integrity.atomic_copy(Path(row["video_path"]), video)
-            entry = integrity.roundtrip(entry)
-            entry["tag"] = integrity.tag(self.key, _message(key, entry))
-            integrity.atomic_write_text(meta, json.dumps(entry, ensure_ascii=False, sort_keys=True))
+            if row.get("success"):  # the mp4 first: a json file always means a complete entry
+                video = self.path(key, ".mp4")
+                video.parent.mkdir(parents=True, exist_ok=True)
+                entry["mp4_sha256"] = fsutil.atomic_copy(Path(row["video_path"]), video)
+            self.store(key, entry)
         except OSError as exc:
             log.warning("render cache: could not store %s (%s)", key, exc)
             return False

@@ -5,7 +5,8 @@ layout or reads the clock renders differently on every run, in the authors' tool
 bytes, TD_raw and PADVC are then not reproducible, and a parity or regression comparison of such a sample
 proves nothing. This module only *reports* that (it never changes a script): :func:`static_marks` reads the
 source (AST, no execution) and lists what it found; :func:`determinism_fields` turns the marks and, when the
-opt-in double render (``render.determinism_check``) ran, the two videos' sha256 into the row fields.
+caller rendered the script twice (no ``execute`` setting does so yet), the two videos' sha256 into the row
+fields.
 
 Pure: no Manim import, no I/O. What it does not see (documented, not hidden): randomness reached through a
 helper module or ``getattr``, ``hash()``-dependent set/dict orders of strings (PYTHONHASHSEED), and manim

@@ -45,7 +45,7 @@ class ProfileSettings:
     # Warm shared TeX SVG cache (texcache.py): renders then run through a prefork worker (manim import not
     # timed) and repeats after the second one hit the cache. Off = the authors' method: a cold `manim` process.
     tex_cache: bool = False
-    # Manim's per-play hashing, as in the authors' command (render.play_hashing is the pipeline's setting).
+    # Manim's per-play hashing, as in the authors' command (execute.play_hashing is the pipeline's setting).
     play_hashing: bool = True
 
 
@@ -57,7 +57,7 @@ def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, se
     cfg = replace(cfg, cache_dir=None, play_hashing=settings.play_hashing,  # every repeat must render
                   tex_cache_dir=cfg.tex_cache_dir if settings.tex_cache else None)
     if settings.tex_cache and not cfg.tex_cache_dir:
-        raise ValueError("profile_render.tex_cache=true needs render.tex_cache.enabled=true")
+        raise ValueError("profile_render.tex_cache=true needs execute.tex_cache.enabled=true")
     worker = None
     old_affinity = os.sched_getaffinity(0) if settings.pin_cpu is not None else None
     samples, per_model = [], {}

@@ -332,7 +332,7 @@ def host_isolation() -> HostIsolation:
                     "root" if is_root else "non-root", ", ".join(missing))
     if info.level == "none":
         log.warning("sandbox: neither root namespaces nor a working bubblewrap (unprivileged user namespaces) "
-                    "here: untrusted scripts are refused unless render.sandbox=unsafe is set explicitly")
+                    "here: untrusted scripts are refused unless execute.sandbox=unsafe is set explicitly")
     return info
 
 
@@ -667,7 +667,7 @@ def prepare(spec: SandboxSpec) -> Prepared:
     level = effective_level(spec.level)
     if level == "none":
         refusal = ("no sandbox on this host: not root with mount+PID namespaces, and no working bubblewrap "
-                   "(unprivileged user namespaces); untrusted scripts are not run (set render.sandbox=unsafe "
+                   "(unprivileged user namespaces); untrusted scripts are not run (set execute.sandbox=unsafe "
                    "to run them anyway, recorded per row)")
         plan = _ChildPlan((), (), False, False, (), str(Path(spec.cwd).resolve()), False)
         return Prepared(plan, None, "none", level="refused", refusal=refusal)

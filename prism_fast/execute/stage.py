@@ -4,20 +4,16 @@ run must not trust. The pipeline wires these to Ray and the store (``pipeline/ev
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 from typing import Iterable
 
 from prism_fast.dataset.loader import Task
+from prism_fast.fsutil import sha256_text_or_none
 from prism_fast.execute.inputs import ScriptInput
 from prism_fast.schema import normalize_status
 
 log = logging.getLogger("prism_fast")
-
-
-def _sha256(text: str | None) -> str | None:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
 
 def task_row(model: str, profile_name: str, task: Task, inp: ScriptInput, script_path: Path | None) -> dict:
@@ -27,8 +23,8 @@ def task_row(model: str, profile_name: str, task: Task, inp: ScriptInput, script
         "status": "ok" if inp.script is not None else "error",
         "error_kind": None if inp.script is not None else inp.clean_status,
         "error_detail": None, "profile": profile_name,
-        "source": task.source, "instruction_sha256": _sha256(task.instruction),
-        "has_script": inp.script is not None, "script_sha256": _sha256(inp.script),
+        "source": task.source, "instruction_sha256": sha256_text_or_none(task.instruction),
+        "has_script": inp.script is not None, "script_sha256": sha256_text_or_none(inp.script),
         "script_path": str(script_path) if script_path else None,
         "clean_status": inp.clean_status, "format_pollution": inp.format_pollution,
     }

@@ -79,7 +79,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prism_fast import integrity
+from prism_fast import fsutil, integrity
 
 log = logging.getLogger(__name__)
 
@@ -327,8 +327,8 @@ def _publish(cache_dir: Path, key: str, svg: bytes, ikey: bytes) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     sha = hashlib.sha256(svg).hexdigest()
     doc = {"sha256": sha, "tag": integrity.tag(ikey, _tag_message(key, sha))}
-    integrity.atomic_write_text(tag_path(cache_dir, key), json.dumps(doc, sort_keys=True))
-    integrity.atomic_write_bytes(dest, svg)
+    fsutil.atomic_write_text(tag_path(cache_dir, key), json.dumps(doc, sort_keys=True))
+    fsutil.atomic_write_bytes(dest, svg)
 
 
 def _root(cache_dir: str | os.PathLike) -> Path:
@@ -532,12 +532,12 @@ def _show(view: _View, key: str, data: bytes, manifest) -> None:
     check and the link is caught) and record its sha256."""
     dest = entry_path(view.path, key)
     dest.parent.mkdir(exist_ok=True)
-    tmp = integrity.temp_name(dest)
+    tmp = fsutil.temp_name(dest)
     try:
         try:
             os.link(entry_path(view.root, key), tmp)
         except OSError:
-            integrity.atomic_write_bytes(tmp, data, fsync=False)
+            fsutil.atomic_write_bytes(tmp, data, fsync=False)
         linked = _read_regular(tmp, MAX_SVG_BYTES)
         sha = hashlib.sha256(data).hexdigest()
         if linked is None or hashlib.sha256(linked).hexdigest() != sha:
@@ -589,7 +589,7 @@ def prepare_cache_dir(cache_dir: str | os.PathLike, integrity_key: bytes | None 
     (module docstring). ``integrity_key``: default, the key of :func:`prism_fast.integrity.default_key_dir`."""
     root = _root(cache_dir)
     ikey = _key_for(root, integrity_key)
-    ident = (os.getpid(), str(root), integrity.sha256_hex(ikey))
+    ident = (os.getpid(), str(root), fsutil.sha256_hex(ikey))
     view = _VIEWS.get(ident)
     if view is None or not (view.path / MANIFEST_NAME).is_file():
         view = _VIEWS[ident] = _new_view(root, ikey)

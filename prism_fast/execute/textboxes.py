@@ -946,14 +946,14 @@ def collect(p: Plan | None, video: Path, work: Path, max_bytes: int = MAX_BYTES)
     """After the sample's processes are gone: copy the record out of the scratch dir (regular file, size-bounded,
     no symlink followed), validate it and write the sidecar next to ``video`` (bound to its sha256). Returns the
     sidecar's document (``status`` ok | tampered | missing | unsupported | off)."""
-    from prism_fast import integrity
+    from prism_fast import fsutil
     from prism_fast.execute import sandbox
 
     video = Path(video)
     discard(video)
     if p is None:
         return {"status": "off"}
-    doc: dict = {"format": FORMAT, "status": "ok", "video_sha256": integrity.sha256_file(video)}
+    doc: dict = {"format": FORMAT, "status": "ok", "video_sha256": fsutil.sha256_file(video)}
     if p.file is None:
         doc.update(status="tampered", detail="; ".join(p.evidence)[:2000])
     else:
@@ -987,7 +987,7 @@ def collect(p: Plan | None, video: Path, work: Path, max_bytes: int = MAX_BYTES)
                     os.unlink(copied)
                 except OSError:
                     pass
-    integrity.atomic_write_text(sidecar_path(video), json.dumps(doc, separators=(",", ":")))
+    fsutil.atomic_write_text(sidecar_path(video), json.dumps(doc, separators=(",", ":")))
     return doc
 
 
@@ -1000,7 +1000,7 @@ def _cache_paths(cache_root: str | os.PathLike, key: str) -> tuple[Path, Path]:
 
 def cache_store(cache_root: str | os.PathLike, key: str, video: str | os.PathLike) -> bool:
     """Put the sidecar of ``video`` beside the render cache entry ``key`` (HMAC-tagged with the cache's key)."""
-    from prism_fast import integrity
+    from prism_fast import fsutil, integrity
 
     src = sidecar_path(video)
     if not src.is_file():
@@ -1009,16 +1009,16 @@ def cache_store(cache_root: str | os.PathLike, key: str, video: str | os.PathLik
     path, tag_path = _cache_paths(cache_root, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     ikey = integrity.load_or_create_key(integrity.default_key_dir(Path(cache_root)))
-    msg = integrity.message("textboxes_cache", key=key, sha256=integrity.sha256_hex(data))
-    integrity.atomic_write_text(tag_path, integrity.tag(ikey, msg))
-    integrity.atomic_write_bytes(path, data)
+    msg = integrity.message("textboxes_cache", key=key, sha256=fsutil.sha256_hex(data))
+    fsutil.atomic_write_text(tag_path, integrity.tag(ikey, msg))
+    fsutil.atomic_write_bytes(path, data)
     return True
 
 
 def cache_restore(cache_root: str | os.PathLike, key: str, video: str | os.PathLike) -> bool:
     """Copy the cached sidecar of entry ``key`` next to ``video`` when its tag verifies and it names that
     video's bytes; else nothing (the caller renders again)."""
-    from prism_fast import integrity
+    from prism_fast import fsutil, integrity
 
     discard(video)
     path, tag_path = _cache_paths(cache_root, key)
@@ -1028,16 +1028,16 @@ def cache_restore(cache_root: str | os.PathLike, key: str, video: str | os.PathL
     except OSError:
         return False
     ikey = integrity.load_or_create_key(integrity.default_key_dir(Path(cache_root)))
-    msg = integrity.message("textboxes_cache", key=key, sha256=integrity.sha256_hex(data))
+    msg = integrity.message("textboxes_cache", key=key, sha256=fsutil.sha256_hex(data))
     if not integrity.verify(ikey, msg, tag):
         return False
     try:
         doc = json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return False
-    if not isinstance(doc, dict) or doc.get("video_sha256") != integrity.sha256_file(video):
+    if not isinstance(doc, dict) or doc.get("video_sha256") != fsutil.sha256_file(video):
         return False
-    integrity.atomic_write_bytes(sidecar_path(video), data)
+    fsutil.atomic_write_bytes(sidecar_path(video), data)
     return True
 
 
@@ -1142,7 +1142,7 @@ def line_boxes(glyphs, gap_factor: float = 1.5) -> list[tuple[int, int, int, int
 
 def load_sidecar(video: str | os.PathLike) -> tuple[SceneBoxes | None, str]:
     """PADVC side: the sidecar of ``video`` → (boxes, "") when usable, else (None, why)."""
-    from prism_fast import integrity
+    from prism_fast import fsutil
 
     path = sidecar_path(video)
     try:
@@ -1161,7 +1161,7 @@ def load_sidecar(video: str | os.PathLike) -> tuple[SceneBoxes | None, str]:
     status = doc.get("status")
     if status != "ok":
         return None, f"scene_masks_{status}: {doc.get('detail', '')}"[:2000]
-    if doc.get("video_sha256") != integrity.sha256_file(video):
+    if doc.get("video_sha256") != fsutil.sha256_file(video):
         return None, "scene_masks_stale: the record belongs to another render of this video path"
     try:
         rec = validate({**doc, "nonce": None, "evidence": [], "format": FORMAT}, None)

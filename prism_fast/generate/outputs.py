@@ -4,17 +4,11 @@
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 
+from prism_fast.fsutil import atomic_write_text
 from prism_fast.generate.rows import is_call_failure
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _response_record(row: dict) -> dict:
@@ -28,7 +22,7 @@ def write_responses(rows: list[dict], out_dir: Path, rounds: int) -> dict[str, P
     """responses.jsonl (round 1) and, for rounds > 1, responses_final.jsonl (each task's last round)."""
     first = sorted((r for r in rows if r["round"] == 1), key=lambda r: (r["lang"], r["sample_id"]))
     paths = {"responses": out_dir / "responses.jsonl"}
-    write_atomic(paths["responses"], "".join(json.dumps(_response_record(r), ensure_ascii=False) + "\n" for r in first))
+    atomic_write_text(paths["responses"], "".join(json.dumps(_response_record(r), ensure_ascii=False) + "\n" for r in first))
     if rounds > 1:
         last: dict[tuple, dict] = {}
         for r in rows:
@@ -36,8 +30,8 @@ def write_responses(rows: list[dict], out_dir: Path, rounds: int) -> dict[str, P
             if key not in last or r["round"] > last[key]["round"]:
                 last[key] = r
         paths["responses_final"] = out_dir / "responses_final.jsonl"
-        write_atomic(paths["responses_final"], "".join(json.dumps(_response_record(last[k]), ensure_ascii=False) + "\n"
-                                                       for k in sorted(last)))
+        atomic_write_text(paths["responses_final"], "".join(
+            json.dumps(_response_record(last[k]), ensure_ascii=False) + "\n" for k in sorted(last)))
     return paths
 
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from prism_fast.fsutil import sha256_text_or_none
 from prism_fast.generate.client import ChatClient
-from prism_fast.generate.rows import generation_row, got_answer, is_call_failure, now, sha256
+from prism_fast.generate.rows import generation_row, got_answer, is_call_failure, now
 from prism_fast.generate.selfdebug import (assistant_turn, build_feedback, round_row_id, spatial_passed,
                                            user_message)
 
@@ -170,7 +171,7 @@ class TaskRunner:
             "error_type": None if exec_success else tax.get("error_type"),
             "error_category": None if exec_success else tax.get("error_category"),
             "error_msg": None if exec_success else tax.get("error_msg"),
-            "gen_status": gen_row.get("gen_status"), "script_sha256": sha256(code),
+            "gen_status": gen_row.get("gen_status"), "script_sha256": sha256_text_or_none(code),
             "audit_success": audit_row.get("audit_success"),
             "visual_structure_pass": audit_row.get("visual_structure_pass"),
             "visual_structure_rate": audit_row.get("visual_structure_rate"),

@@ -5,10 +5,10 @@ make a resumed ``generate`` reuse only replies to the same request. Pure: the dr
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 from typing import Iterable, Mapping
 
+from prism_fast.fsutil import sha256_text_or_none
 from prism_fast.generate.client import SDK_DEFAULT_TIMEOUT_S, CallResult, ChatEndpoint, call_cost
 from prism_fast.generate.selfdebug import round_row_id
 from prism_fast.profile import Profile
@@ -18,10 +18,6 @@ PAPER_TEMPERATURE = 0.7
 PROVIDER_ERROR_KINDS = ("rate_limited", "server_error", "timeout", "connection_error", "malformed_response",
                         "http_error", "no_choices", "empty_content")
 NO_ANSWER_KINDS = ("timeout", "connection_error")  # the endpoint said nothing at all (an HTTP error is an answer)
-
-
-def sha256(text: str | None) -> str | None:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
 
 def now() -> str:
@@ -71,7 +67,7 @@ def generation_row(model: str, endpoint: ChatEndpoint, profile: Profile, task, r
         "model": model, "lang": task.language, "id": round_row_id(task.id, round_no),
         "status": status, "error_kind": error_kind, "error_detail": error_detail, "profile": profile.name,
         "sample_id": task.id, "round": round_no, "gen_status": gen_status, "request_model": ep.model_id,
-        "base_url": ep.base_url, "prompt": prompt, "prompt_sha256": sha256(prompt),
+        "base_url": ep.base_url, "prompt": prompt, "prompt_sha256": sha256_text_or_none(prompt),
         "messages": json.dumps(messages, ensure_ascii=False), "request_params": request_params(ep),
         "raw_response": raw if raw is not None else call.content, "raw_chars": len(raw or ""),
         "reasoning_chars": len(call.reasoning_content or ""), "finish_reason": call.finish_reason,
@@ -92,7 +88,7 @@ def stored_request_problems(endpoint: ChatEndpoint, tasks: Iterable, gen_rows: M
     request parameters and (round 1) prompt. One line per stored reply that does not (empty: all reusable)."""
     ep = endpoint
     want_params = json.loads(json.dumps(request_params(ep)))
-    prompts = {(t.language, t.id): sha256(t.instruction.strip()) for t in tasks}
+    prompts = {(t.language, t.id): sha256_text_or_none(t.instruction.strip()) for t in tasks}
     problems = []
     for (lang, sid, rnd), row in sorted(gen_rows.items()):
         stored = row.get("request_params")

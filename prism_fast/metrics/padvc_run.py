@@ -2,77 +2,44 @@
 per-video worker that decodes and OCRs, and the reference fit's records. The pipeline only wires these to Ray
 and the store (``pipeline/eval_stages.py``, ``pipeline/fit_reference.py``).
 
-Settings (``metrics.padvc`` of the run's resolved config): p, event_threshold, text_dilate, text_stride,
-ocr_backend, ``ocr`` (provider, paddle_model_dir, RapidOCR thresholds), embedding_backend, ``models`` (zh, en,
-hf_cache), ``ocr_cache_dir`` (default ``<run_dir>/ocr_cache``, the toolkit's shared per-run cache) and
-``frame_cache_dir`` (default ``<runs_root>/.cache/ocr_frames``, content-keyed, shared across runs).
+Settings: the typed ``metrics.padvc`` group (``prism_fast.config_schema.PadvcSchema``: p, event_threshold,
+text_dilate, text_stride, ocr_backend, ``ocr`` (provider, paddle_model_dir, RapidOCR thresholds), embedding_backend,
+``models`` (zh, en, hf_cache), ``ocr_cache_dir`` (default ``<run_dir>/ocr_cache``, the toolkit's shared per-run
+cache) and ``frame_cache_dir`` (default ``<runs_root>/.cache/ocr_frames``, content-keyed, shared across runs)),
+handed in by the pipeline; this package reads it through :class:`PadvcSettings` and never imports the schema.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 from prism_fast.metrics.padvc import (PadvcConfig, PadvcParams, VideoDecodeError, base_fields, compute_padvc_details,
                                       error_row, finish_ok_row, gate_error)
 from prism_fast.profile import Profile
 from prism_fast.schema import normalize_status
 
+if TYPE_CHECKING:
+    from prism_fast.video.ocr import OcrSettings
+
 log = logging.getLogger("prism_fast")
 
 
 # -- settings ------------------------------------------------------------------------------------------------------
-def padvc_settings(snapshot: Mapping) -> dict:
-    """``metrics.padvc`` of the run's resolved config."""
-    return dict((snapshot.get("metrics") or {}).get("padvc") or {})
+class PadvcSettings(Protocol):
+    """What the worker reads of the typed ``metrics.padvc`` group (``prism_fast.config_schema.PadvcSchema``, which
+    holds the settings and their conversions; the pipeline hands it in)."""
+
+    def padvc_config(self) -> PadvcConfig: ...
+
+    def ocr_settings(self, profile: Profile) -> OcrSettings: ...
 
 
-def padvc_enabled(snapshot: Mapping) -> bool:
-    return bool(padvc_settings(snapshot).get("enabled"))
-
-
-def ocr_cache_dir(s: Mapping, run_dir: str | Path) -> str:
-    """``metrics.padvc.ocr_cache_dir``, else ``<run_dir>/ocr_cache`` (the toolkit's per-run cache)."""
-    return str(Path(s.get("ocr_cache_dir") or (Path(run_dir) / "ocr_cache")).absolute())
-
-
-def frame_cache_dir(s: Mapping, snapshot: Mapping, run_dir: str | Path) -> str:
-    """``metrics.padvc.frame_cache_dir``, else ``<runs_root>/.cache/ocr_frames`` (beside the render and audit
-    caches, so every run and every multirun job under one runs_root shares it)."""
-    if s.get("frame_cache_dir"):
-        return str(Path(s["frame_cache_dir"]).absolute())
-    runs_root = snapshot.get("runs_root") or Path(run_dir).parent
-    return str((Path(runs_root) / ".cache" / "ocr_frames").resolve())
-
-
-def padvc_config(s: Mapping) -> PadvcConfig:
-    return PadvcConfig(p=float(s.get("p", 0.7)), event_threshold_abs=float(s.get("event_threshold", 50_000.0)),
-                       text_dilate=int(s.get("text_dilate", 7)), text_stride=int(s.get("text_stride", 15)))
-
-
-def ocr_settings(s: Mapping, profile: Profile):
-    from prism_fast.metrics.padvc import ocr_settings_for_profile
-    from prism_fast.video.ocr import settings_from_mapping
-
-    ocr = dict(s.get("ocr") or {})
-    ocr.setdefault("backend", s.get("ocr_backend", "rapidocr"))
-    return ocr_settings_for_profile(settings_from_mapping(ocr), profile)
-
-
-def pvd_config(s: Mapping, device: str):
-    from prism_fast.metrics.pvd import PvdConfig
-
-    models = dict(s.get("models") or {})
-    return PvdConfig(embedding_backend=str(s.get("embedding_backend", "sentence-transformers")),
-                     zh_model=models.get("zh"), en_model=models.get("en"), hf_cache=models.get("hf_cache"),
-                     device=str(s.get("embedding_device") or "cpu"))
-
-
-def padvc_params_by_lang(snapshot: Mapping) -> dict[str, PadvcParams]:
-    params = ((snapshot.get("lang") or {}).get("params")) or {}
-    return {lang: PadvcParams(float(p["padvc"]["mu"]), float(p["padvc"]["sigma"]), float(p["padvc"].get("eps", 1e-8)),
-                              str(p.get("source", "paper"))) for lang, p in params.items()}
+def ocr_cache_dir(configured: str | None, run_dir: str | Path) -> str:
+    """``metrics.padvc.ocr_cache_dir`` (``configured``), else ``<run_dir>/ocr_cache`` (the toolkit's per-run
+    cache)."""
+    return str(Path(configured or (Path(run_dir) / "ocr_cache")).absolute())
 
 
 def forget_video_ocr(ocr_dir: str | Path, sample_ids: Iterable[str]) -> None:
@@ -159,13 +126,13 @@ def padvc_lost_row(base: dict, exc: BaseException) -> dict:
 class PadvcWorker:
     """Loads the OCR engine once; scores one gated row at a time (used inside the pipeline's actor and by fits)."""
 
-    def __init__(self, settings: Mapping, profile: Profile, ocr_cache_dir: str | None, frame_cache_dir: str | None,
-                 decoder: str = "opencv", device: str = "cpu"):
+    def __init__(self, settings: PadvcSettings, profile: Profile, ocr_cache_dir: str | None,
+                 frame_cache_dir: str | None, decoder: str = "opencv", device: str = "cpu"):
         from prism_fast.video.ocr import FrameOcrCache, make_ocr_engine
 
         self.profile = profile
-        self.config = padvc_config(settings)
-        self.ocr = ocr_settings(settings, profile)
+        self.config = settings.padvc_config()
+        self.ocr = settings.ocr_settings(profile)
         self.engine = make_ocr_engine(self.ocr)
         self.frame_cache = FrameOcrCache(frame_cache_dir)
         self.ocr_cache_dir = ocr_cache_dir

@@ -57,7 +57,7 @@ class TDParams:
     fit_quirks: frozenset[str] | None = None
 
 
-def td_params_from_mapping(payload: Mapping, *, profile: Profile = REFERENCE, source: str = "params_json",
+def td_params_from_json(payload: Mapping, *, profile: Profile = REFERENCE, source: str = "params_json",
                            fit_quirks: frozenset[str] | None = None) -> TDParams:
     """A params JSON (``mu``, ``sigma`` required). A missing ``eps`` is the CLI default 9.807e-5 in
     reference (Q-TD-4); improved requires it."""

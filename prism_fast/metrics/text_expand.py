@@ -3,7 +3,8 @@
 
 Pure core: ``text_expand_row`` scores one sample from its code and prompt strings, ``summarize`` aggregates rows
 into the toolkit's ``summary.json`` (§5.4). File layout and manifests are in ``text_expand_run``. Extraction is in
-``text_expand_extract``; normalisation and tokens in ``text_expand_text``.
+``text_expand_extract`` (modes: ``text_expand_walk``, ``text_expand_scan``; shared core ``text_expand_eval``);
+normalisation and tokens in ``text_expand_text``.
 
 Row fields follow the toolkit's order (§1): ``id, source_id, difficulty, prompt_path, code_path``, then for ok
 rows the statistics of §5.3, then ``status``, ``extract_mode``, ``meta_path`` (parse_fail rows: ``status``,

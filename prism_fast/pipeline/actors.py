@@ -15,6 +15,7 @@ import logging
 
 import ray
 
+from prism_fast.config_schema import PadvcSchema
 from prism_fast.profile import Profile
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ class VideoMetricsActor:
 class PadvcActor:
     """PADVC over one gated video (``metrics.padvc_run.PadvcWorker``: OCR engine loaded once per actor)."""
 
-    def __init__(self, settings: dict, profile: Profile, params_by_lang: dict, ocr_cache_dir: str | None,
+    def __init__(self, settings: PadvcSchema, profile: Profile, params_by_lang: dict, ocr_cache_dir: str | None,
                  frame_cache_dir: str | None, decoder: str, device: str):
         from prism_fast.metrics.padvc_run import PadvcWorker
 

@@ -5,7 +5,6 @@ row recipes, in funnel order. The logic lives in the stage packages (``execute/s
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 from prism_fast.pipeline.options import EvalOptions, model_output_dir
 from prism_fast.pipeline.stages import Job, Stage, StageRun
@@ -48,7 +47,7 @@ def _exec_rows(run: StageRun, jobs: list[Job]):
 def onepass_args(opts: EvalOptions) -> tuple:
     """(audit settings, audit work dir, audit cache dir) for the render actors when the audit may share the
     render's execution (``audit.one_pass=auto``, audit/onepass.py), else (None, None, None)."""
-    if not opts.audit or opts.audit_cfg is None or getattr(opts.audit_cfg, "one_pass", "off") != "auto":
+    if not opts.audit or opts.audit_cfg.one_pass != "auto":
         return None, None, None
     return opts.audit_cfg.to_dict(), str(model_output_dir(opts) / "audit"), opts.audit_cache_dir
 
@@ -58,8 +57,8 @@ def _exec_actor(run: StageRun):
 
     opts = run.opts
     model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
-    return (lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.render_prefork, *onepass_args(opts)),
-            "render", int(opts.render_workers or _cpus()))
+    return (lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts)),
+            "render", int(opts.execute.workers or _cpus()))
 
 
 def _exec_lost(job: Job, exc: BaseException) -> dict:
@@ -112,28 +111,26 @@ def _audit_finish(row: dict) -> dict:
 
 # -- PADVC (padvc.md §2, §10): gate and PVD in the driver, video + OCR on actors ------------------------------------
 def _padvc_rows(run: StageRun, jobs: list[Job]):
-    from prism_fast.metrics.padvc_run import padvc_settings, plan_padvc, pvd_config
+    from prism_fast.metrics.padvc_run import plan_padvc
     from prism_fast.metrics.pvd import PvdCalculator
 
     opts, store = run.opts, run.store
-    s = padvc_settings(opts.config_snapshot)
     rows, work = plan_padvc(((j.lang, j.id) for j in jobs), {t.id: t.instruction for t in run.tasks},
                             store.rows_by_key("exec", opts.model_name), store.rows_by_key("audit", opts.model_name),
-                            lambda: PvdCalculator(pvd_config(s, opts.metrics_device), profile=opts.profile),
+                            lambda: PvdCalculator(opts.padvc.pvd_config(opts.metrics_device), profile=opts.profile),
                             [i.language for i in run.inputs], opts.profile)
     return rows, [Job(lang, sid, (lang, base, pvd)) for lang, sid, base, pvd in work]
 
 
 def _padvc_actor(run: StageRun):
-    from prism_fast.metrics.padvc_run import frame_cache_dir, ocr_cache_dir, padvc_params_by_lang, padvc_settings
+    from prism_fast.metrics.padvc_run import ocr_cache_dir
     from prism_fast.pipeline.actors import PadvcActor
 
     opts = run.opts
-    s = padvc_settings(opts.config_snapshot)
-    params = padvc_params_by_lang(opts.config_snapshot)
-    ocr_dir = ocr_cache_dir(s, Path(opts.run_dir))
-    frames_dir = frame_cache_dir(s, opts.config_snapshot, opts.run_dir)
-    n = int(s.get("workers") or _cpus())
+    s, params = opts.padvc, opts.padvc_params
+    ocr_dir = ocr_cache_dir(s.ocr_cache_dir, opts.run_dir)
+    frames_dir = s.frame_cache(opts.runs_root)
+    n = int(s.workers or _cpus())
     actor_opts = _gpu_share(opts, n)
     return (lambda: PadvcActor.options(**actor_opts).remote(s, opts.profile, params, ocr_dir, frames_dir, opts.decoder,
                                                             opts.metrics_device), "padvc", n)
@@ -194,14 +191,8 @@ def _text_expand_row(run: StageRun, job: Job) -> dict:
 STAGES: tuple[Stage, ...] = (
     Stage("exec", lambda o: True, _script_jobs, _exec_rows, _exec_actor, lost=_exec_lost, finish=_exec_finish),
     Stage("audit", lambda o: o.audit, _script_jobs, _audit_rows, _audit_actor, lost=_audit_lost, finish=_audit_finish),
-    Stage("padvc", lambda o: _padvc_enabled(o), lambda run: (Job(i.language, i.id, ()) for i in run.inputs),
+    Stage("padvc", lambda o: o.padvc.enabled, lambda run: (Job(i.language, i.id, ()) for i in run.inputs),
           _padvc_rows, _padvc_actor, lost=_padvc_lost, finish=_padvc_finish),
     Stage("td", lambda o: o.td, _td_jobs, actor=_td_actor, lost=_td_lost, finish=_td_finish),
     Stage("text_expand", lambda o: o.text_expand, _script_jobs, row=_text_expand_row, label="textx"),
 )
-
-
-def _padvc_enabled(opts: EvalOptions) -> bool:
-    from prism_fast.metrics.padvc_run import padvc_enabled
-
-    return padvc_enabled(opts.config_snapshot)

@@ -51,9 +51,9 @@ def fit_reference_from_config(cfg) -> dict:
     from prism_fast.metrics.padvc import fit_padvc_reference
     from prism_fast.metrics.pvd import PvdCalculator
     from prism_fast.metrics.td import fit_td_reference, reference_record
-    from prism_fast.metrics.padvc_run import (PadvcWorker, frame_cache_dir, ocr_cache_dir, padvc_reference_record,
-                                              padvc_settings, pvd_config, pvd_preflight)
-    from prism_fast.pipeline.run import options_from_config, select_run_tasks
+    from prism_fast.metrics.padvc_run import PadvcWorker, ocr_cache_dir, padvc_reference_record, pvd_preflight
+    from prism_fast.pipeline.options import options_from_config
+    from prism_fast.pipeline.run import select_run_tasks
     from prism_fast.store import ResultsStore
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -77,17 +77,17 @@ def fit_reference_from_config(cfg) -> dict:
     # What PADVC needs, checked before anything is fitted or written (it used to fail only at the end with
     # "PADVC fit: no usable rows (0 ok of 2)", the cause inside a JSONL file): the OCR engine and the PVD
     # embedding models for the prompts of the tasks that have a video.
-    s = padvc_settings(opts.config_snapshot)
+    s = opts.padvc
     worker = pvd_calc = None
     if do_padvc:
         try:
-            worker = PadvcWorker(s, profile, ocr_cache_dir(s, run_dir),
-                                 frame_cache_dir(s, opts.config_snapshot, opts.run_dir), "opencv", opts.metrics_device)
+            worker = PadvcWorker(s, profile, ocr_cache_dir(s.ocr_cache_dir, run_dir), s.frame_cache(opts.runs_root),
+                                 "opencv", opts.metrics_device)
         except Exception as exc:  # noqa: BLE001 - re-raised as the message a user can act on
-            raise SystemExit(f"fit-reference: PADVC's OCR engine ({s.get('ocr_backend', 'rapidocr')}) did not start: "
+            raise SystemExit(f"fit-reference: PADVC's OCR engine ({s.ocr_backend}) did not start: "
                              f"{type(exc).__name__}: {exc}\nFix the metrics.padvc.ocr* settings (`prism-fast doctor` "
                              "shows what this machine has), or fit TD only: fit_reference.padvc=false.") from None
-        pvd_calc = PvdCalculator(pvd_config(s, opts.metrics_device), profile=profile)
+        pvd_calc = PvdCalculator(s.pvd_config(opts.metrics_device), profile=profile)
         langs = sorted({t.language for t in tasks if t.id in videos})
         pvd_preflight(pvd_calc, langs, command="fit-reference")
         for t in tasks:  # every prompt once, now (cached): a prompt PVD cannot score is named before the fit

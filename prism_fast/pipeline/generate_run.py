@@ -29,8 +29,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from prism_fast.fsutil import atomic_write_text
 from prism_fast.generate.client import ChatClient
-from prism_fast.generate.outputs import format_generation_summary, summarize_generation, write_atomic, write_responses
+from prism_fast.generate.outputs import format_generation_summary, summarize_generation, write_responses
 from prism_fast.generate.rounds import RoundTools, TaskRunner, gen_dir
 from prism_fast.generate.rows import (PAPER_TEMPERATURE, effective_timeout, got_answer, is_call_failure,
                                      stored_request_problems)
@@ -172,10 +173,10 @@ def run_generate(opts: GenerateOptions) -> dict:
         sd = [r for r in store.rows("selfdebug", opts.model_name) if (r["lang"], sample_of(r)) in task_keys]
         curve = exec_spatial_at_k(sd, opts.rounds)
         summary["selfdebug"] = {str(k): v for k, v in curve.items()}
-        write_atomic(run_dir / "selfdebug.json", json.dumps(
+        atomic_write_text(run_dir / "selfdebug.json", json.dumps(
             {"model": opts.model_name, "profile": opts.profile.name, "rounds": opts.rounds,
              "at_k": {str(k): v for k, v in curve.items()}}, indent=2))
-    write_atomic(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2))
+    atomic_write_text(out_dir / "summary.json", json.dumps(summary, ensure_ascii=False, indent=2))
     print(format_generation_summary(summary))
     if opts.rounds > 1:
         print("\nself-debugging (share of tasks passing within k rounds):")

@@ -8,21 +8,13 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prism_fast.audit.config import AuditConfig
+from prism_fast.config_schema import DatasetSchema, ExecuteSchema, GenerateSchema, PadvcSchema
+from prism_fast.execute.render import RenderConfig
 from prism_fast.generate.client import ChatEndpoint, RetryPolicy
 from prism_fast.generate.rounds import SelfDebugSettings
 from prism_fast.generate.rows import PAPER_TEMPERATURE
 from prism_fast.profile import Profile, resolve_profile
-
-
-@dataclass
-class DatasetOptions:
-    path: str | None = None
-    format: str = "auto"
-    strict: bool = True
-    ids: list[str] | str | None = None
-    limit: int | None = None
-    subset_fraction: float | None = None  # None = no subset
-    subset_seed: int = 42
 
 
 @dataclass
@@ -32,28 +24,30 @@ class EvalOptions:
     model_kind: str
     predictions: str | None
     languages: list[str]
-    dataset: DatasetOptions
+    dataset: DatasetSchema  # the typed ``dataset`` group; ``path`` absolute, or None for the bundled set
     profile: Profile
-    render: object  # prism_fast.execute.render.RenderConfig
-    render_workers: int | None = None
-    render_prefork: bool = True
+    render: RenderConfig
+    execute: ExecuteSchema  # the typed ``execute`` group (workers, prefork, … besides what RenderConfig holds)
+    padvc: PadvcSchema  # the typed ``metrics.padvc`` group
+    runs_root: Path
     restrict_to_predictions: bool = False
     retry_failed: bool = False
     text_expand: bool = True
     audit: bool = True
-    audit_cfg: object = None  # prism_fast.audit.config.AuditConfig
+    audit_cfg: AuditConfig = field(default_factory=AuditConfig)
     audit_cache_dir: str | None = None  # audit/cache.py; None = off
     td: bool = True
     td_tau: int = 25
     metrics_device: str = "cpu"
     decoder: str = "auto"
     td_params: dict = field(default_factory=dict)  # lang -> metrics.td.TDParams
+    padvc_params: dict = field(default_factory=dict)  # lang -> metrics.padvc.PadvcParams
     ray_address: str | None = None  # None: this run's own Ray instance (cluster=local)
     ray_num_cpus: int | None = None
     ray_num_gpus: int | None = None
     ray_runtime_env: dict = field(default_factory=dict)
     on_settings_change: str = "recompute"  # recompute | refuse (pipeline/settings.py)
-    config_snapshot: dict = field(default_factory=dict)
+    config_snapshot: dict = field(default_factory=dict)  # the resolved config as run.json records it
 
 
 # -- configuration → typed options (the only place that reads the DictConfig) -------------------------------
@@ -98,17 +92,15 @@ def cluster_from_config(cfg) -> tuple[str | None, int | None, float | None]:
     if given:
         raise SystemExit(f"cluster.{'/'.join(given)} set while joining {address}: a joined cluster's resources are "
                          "its nodes' (`ray start --num-cpus …` on each node); leave them null, or use "
-                         "render.workers to use fewer render workers")
+                         "execute.workers to use fewer render workers")
     return str(address), None, None
 
 
 def options_from_config(cfg) -> EvalOptions:
     from omegaconf import OmegaConf
 
-    d = cfg.dataset
     dataset_path = dataset_path_from_config(cfg)
     ray_address, ray_num_cpus, ray_num_gpus = cluster_from_config(cfg)
-    subset = d.get("subset") or {}
     profile = resolve_profile(cfg.profile, OmegaConf.to_container(cfg.quirks) or {})
     # Absolute before any actor starts: actors on other nodes (or in another working directory) write videos and
     # audit reports to these paths, and rows keep them; a relative one resolved in the worker's cwd (issue #15).
@@ -117,6 +109,9 @@ def options_from_config(cfg) -> EvalOptions:
     snapshot = OmegaConf.to_container(cfg, resolve=True)
     snapshot.update(runs_root=str(runs_root), run_dir=str(run_dir))
     snapshot["dataset"]["path"] = dataset_path
+    # the typed groups (prism_fast/config_schema.py)
+    dataset, execute, audit = (OmegaConf.to_object(cfg[g]) for g in ("dataset", "execute", "audit"))
+    dataset.path = dataset_path
     predictions = cfg.model.get("predictions")
     restrict = False
     if cfg.model.kind == "responses" and predictions is None:
@@ -129,31 +124,24 @@ def options_from_config(cfg) -> EvalOptions:
         model_kind=str(cfg.model.kind),
         predictions=predictions,
         languages=list(cfg.lang.languages),
-        dataset=DatasetOptions(
-            path=dataset_path,
-            format=d.format,
-            strict=bool(d.strict),
-            ids=OmegaConf.to_container(d.ids) if OmegaConf.is_config(d.ids) else d.ids,
-            limit=d.limit,
-            subset_fraction=float(subset.get("fraction", 0.2)) if subset.get("enabled") else None,
-            subset_seed=int(subset.get("seed", 42)),
-        ),
+        dataset=dataset,
         profile=profile,
-        render=render_config_from_mapping(OmegaConf.to_container(cfg.render, resolve=True), runs_root),
-        render_workers=cfg.render.get("workers"),
-        render_prefork=bool(cfg.render.get("prefork", True)),
+        render=execute.render_config(runs_root),
+        execute=execute,
+        padvc=OmegaConf.to_object(cfg.metrics.padvc),
+        runs_root=runs_root,
         restrict_to_predictions=restrict,
         retry_failed=bool(cfg.retry_failed),
         text_expand=bool(cfg.metrics.text_expand.enabled),
-        audit=bool(cfg.audit.enabled),
-        audit_cfg=audit_config_from_mapping(OmegaConf.to_container(cfg.audit, resolve=True)),
-        audit_cache_dir=(str((runs_root / ".cache" / "audit").resolve()) if cfg.audit.get("cache", False)
-                         else None),
+        audit=audit.enabled,
+        audit_cfg=audit.audit_config(),
+        audit_cache_dir=str((runs_root / ".cache" / "audit").resolve()) if audit.cache else None,
         td=bool(cfg.metrics.td.enabled),
         td_tau=int(cfg.metrics.td.tau),
         metrics_device=str(cfg.metrics.device),
         decoder=str(cfg.metrics.decoder),
         td_params=_td_params(cfg),
+        padvc_params=_padvc_params(cfg),
         ray_address=ray_address,
         ray_num_cpus=ray_num_cpus,
         ray_num_gpus=ray_num_gpus,
@@ -163,20 +151,6 @@ def options_from_config(cfg) -> EvalOptions:
     )
 
 
-def audit_config_from_mapping(a: dict):
-    """conf/audit/*.yaml → audit.config.AuditConfig (same field names; unknown keys are an error)."""
-    from dataclasses import fields
-
-    from prism_fast.audit.config import AuditConfig
-
-    known = {f.name for f in fields(AuditConfig)}
-    values = {k: v for k, v in a.items() if k not in ("enabled", "cache")}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise KeyError(f"unknown audit setting(s) {unknown}; see prism_fast/audit/config.py")
-    return AuditConfig(**values)
-
-
 def _td_params(cfg) -> dict:
     from prism_fast.metrics.td import TDParams
 
@@ -184,50 +158,11 @@ def _td_params(cfg) -> dict:
             for lang, p in cfg.lang.params.items()}
 
 
-def render_config_from_mapping(r: dict, runs_root: Path):
-    """conf/render/*.yaml → execute.render.RenderConfig."""
-    from prism_fast.execute.render import RenderConfig
-    from prism_fast.execute.sandbox import Limits
+def _padvc_params(cfg) -> dict:
+    from prism_fast.metrics.padvc import PadvcParams
 
-    lim = r.get("limits") or {}
-    gb = lim.get("address_space_gb")
-    cache = r.get("cache") or {}
-    cache_dir = None
-    if cache.get("enabled"):
-        cache_dir = str(Path(cache.get("dir") or (runs_root / ".cache" / "render")).resolve())
-    tex = r.get("tex_cache") or {}
-    tex_cache_dir = None
-    if tex.get("enabled"):
-        from prism_fast.execute.fingerprint import fingerprint_hash
-        from prism_fast.execute.render import resolve_bin
-
-        # one directory per render environment (manim, TeX, dvisvgm, fonts): an upgrade never reuses entries
-        fp = fingerprint_hash(resolve_bin(r.get("manim_bin") or "manim"))
-        tex_cache_dir = str((Path(tex.get("dir") or (runs_root / ".cache" / "tex")) / fp).resolve())
-    kwargs = dict(
-        quality_flag=f"-{r.get('quality', 'ql')}",
-        timeout_s=int(r.get("timeout_s", 600)),
-        limits=Limits(
-            address_space_mb=int(gb * 1024) if gb else None,
-            cpu_seconds=lim.get("cpu_seconds"),
-            file_size_mb=lim.get("file_size_mb"),
-            max_processes=lim.get("processes"),
-            open_files=lim.get("open_files"),
-            memory_mb=int(lim["memory_gb"] * 1024) if lim.get("memory_gb") else None,
-            tmp_mb=int(lim.get("tmp_mb") or 512),
-        ),
-        sandbox=str(r.get("sandbox", "auto")),
-        scratch_mb=int(lim.get("scratch_mb") or 2048),
-        isolate_network=bool(r.get("network_isolation", True)),
-        cache_dir=cache_dir,
-        tex_cache_dir=tex_cache_dir,
-        play_hashing=bool(r.get("play_hashing", False)),
-    )
-    if r.get("manim_bin"):
-        kwargs["manim_bin"] = r["manim_bin"]
-    if lim.get("output_bytes"):
-        kwargs["output_tail_bytes"] = int(lim["output_bytes"])
-    return RenderConfig(**kwargs)
+    return {lang: PadvcParams(float(p.padvc.mu), float(p.padvc.sigma), float(p.padvc.eps), str(p.get("source", "paper")))
+            for lang, p in cfg.lang.params.items()}
 
 
 def model_output_dir(opts: EvalOptions) -> Path:
@@ -247,10 +182,10 @@ class GenerateOptions:
     concurrency: int
     rounds: int
     languages: list[str]
-    dataset: DatasetOptions
+    dataset: DatasetSchema
     profile: Profile
-    render: object = None  # execute.render.RenderConfig (rounds > 1)
-    audit_cfg: object = None  # audit.config.AuditConfig (rounds > 1)
+    render: RenderConfig | None = None  # rounds > 1
+    audit_cfg: AuditConfig | None = None  # rounds > 1
     selfdebug: SelfDebugSettings = field(default_factory=SelfDebugSettings)
     retry_failed: bool = False
     flush_rows: int = 16
@@ -259,6 +194,9 @@ class GenerateOptions:
 
 
 def endpoint_from_mapping(model: dict, generate: dict) -> ChatEndpoint:
+    """``model.endpoint`` (+ ``generate.max_tokens`` / ``temperature``) → ChatEndpoint. The ``model`` group stays an
+    open mapping (config_schema.py: its options differ in shape: a provider's endpoint, thinking style, price, or
+    none at all), so its endpoint is checked here, before any request."""
     ep = model.get("endpoint")
     if not isinstance(ep, dict):
         raise SystemExit(f"model {model.get('name')!r} has no `endpoint` section, so it cannot be queried; use "
@@ -285,22 +223,19 @@ def generate_options_from_config(cfg) -> GenerateOptions:
     from omegaconf import OmegaConf
 
     base = options_from_config(cfg)  # dataset, languages, profile, render and audit settings as `eval` reads them
-    g = OmegaConf.to_container(cfg.generate, resolve=True)
+    g: GenerateSchema = OmegaConf.to_object(cfg.generate)  # typed (prism_fast/config_schema.py)
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    backoff = g.get("backoff") or {}
-    sd = g.get("selfdebug") or {}
-    workers = sd.get("workers") or os.cpu_count() or 1
-    snapshot = dict(base.config_snapshot)
+    sd = g.selfdebug
     return GenerateOptions(
-        run_dir=base.run_dir, model_name=base.model_name, endpoint=endpoint_from_mapping(model, g),
-        retry=RetryPolicy(max_attempts=int(g.get("max_attempts", 3)), base_s=float(backoff.get("base_s", 5.0)),
-                          factor=float(backoff.get("factor", 2.0)), max_s=float(backoff.get("max_s", 60.0))),
-        timeout_s=float(g.get("timeout_s", 1200)), concurrency=int(g.get("concurrency", 16)),
-        rounds=int(g.get("rounds", 1)), languages=base.languages, dataset=base.dataset, profile=base.profile,
-        render=base.render, audit_cfg=base.audit_cfg,
-        selfdebug=SelfDebugSettings(workers=int(workers), error_tail_chars=int(sd.get("error_tail_chars", 2000)),
-                                    max_findings=int(sd.get("max_findings", 20))),
-        retry_failed=base.retry_failed, flush_rows=int(g.get("flush_rows", 16)), config_snapshot=snapshot,
+        run_dir=base.run_dir, model_name=base.model_name,
+        endpoint=endpoint_from_mapping(model, {"max_tokens": g.max_tokens, "temperature": g.temperature}),
+        retry=RetryPolicy(max_attempts=g.max_attempts, base_s=g.backoff.base_s, factor=g.backoff.factor,
+                          max_s=g.backoff.max_s),
+        timeout_s=g.timeout_s, concurrency=g.concurrency, rounds=g.rounds, languages=base.languages,
+        dataset=base.dataset, profile=base.profile, render=base.render, audit_cfg=base.audit_cfg,
+        selfdebug=SelfDebugSettings(workers=int(sd.workers or os.cpu_count() or 1),
+                                    error_tail_chars=sd.error_tail_chars, max_findings=sd.max_findings),
+        retry_failed=base.retry_failed, flush_rows=g.flush_rows, config_snapshot=dict(base.config_snapshot),
         eval_overrides=eval_overrides(base.model_name),
     )
 

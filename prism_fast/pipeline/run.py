@@ -48,8 +48,8 @@ def select_run_tasks(opts: EvalOptions, run_dir: Path) -> list[Task]:
     if isinstance(ids, str):
         ids = read_id_list(ids)
     tasks = loaded.tasks
-    if d.subset_fraction is not None:
-        tasks = stratified_subset(tasks, d.subset_fraction, d.subset_seed)
+    if d.subset.enabled:
+        tasks = stratified_subset(tasks, d.subset.fraction, d.subset.seed)
     return select_tasks(tasks, ids=ids, languages=opts.languages, limit=d.limit)
 
 
@@ -79,12 +79,12 @@ def _forget_stale_outputs(opts: EvalOptions, stale: dict) -> None:
     (Q-SPATIAL-19) and the per-video OCR cache of a sample whose video is re-rendered (Q-PADVC-7). Videos of
     pending samples are handled by the Exec stage."""
     from prism_fast.audit.stage import forget_reports
-    from prism_fast.metrics.padvc_run import forget_video_ocr, ocr_cache_dir, padvc_settings
+    from prism_fast.metrics.padvc_run import forget_video_ocr, ocr_cache_dir
 
     if "audit" in stale:
         forget_reports(model_output_dir(opts) / "audit", (sid for _, sid in stale["audit"].keys))
     if "exec" in stale:
-        forget_video_ocr(ocr_cache_dir(padvc_settings(opts.config_snapshot), opts.run_dir),
+        forget_video_ocr(ocr_cache_dir(opts.padvc.ocr_cache_dir, opts.run_dir),
                          (sid for _, sid in stale["exec"].keys))
 
 
@@ -92,7 +92,7 @@ def run_eval(opts: EvalOptions) -> dict:
     from prism_fast.execute.stage import generation_report
     from prism_fast.pipeline.eval_stages import STAGES
     from prism_fast.pipeline.lifecycle import record_invocation
-    from prism_fast.pipeline.manifest import finish_manifest, write_manifest
+    from prism_fast.pipeline.manifest import finish, write_manifest
     from prism_fast.pipeline.progress import StageProgress
     from prism_fast.pipeline.ray_runtime import ensure_ray
     from prism_fast.pipeline.settings import RunFingerprints, announce_recompute, check_resume
@@ -140,7 +140,7 @@ def run_eval(opts: EvalOptions) -> dict:
     text = format_summary(summary)
     (run_dir / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
     (run_dir / "summary.md").write_text(text, encoding="utf-8")
-    finish_manifest(manifest, run_dir)
+    finish(manifest, run_dir)
     print(text)
     print(f"\nrun directory: {run_dir}")
     return summary

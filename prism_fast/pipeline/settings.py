@@ -19,7 +19,7 @@ What decides each stage (downstream stages include their upstream stages' settin
 the upstream rows — TD's weight is the audit's rate, its video the render's):
 
 * ``tasks``: profile and fixed quirks (cleaning), ``model.kind``; inputs: instruction, script, clean status;
-* ``exec``: profile, quirks, environment fingerprint (manim, TeX, fonts, …), ``render.*`` except execution
+* ``exec``: profile, quirks, environment fingerprint (manim, TeX, fonts, …), ``execute.*`` except execution
   strategy (``workers``, ``prefork``, ``cache``, ``tex_cache``: tested to give identical rows);
 * ``audit``: profile, quirks, environment, every audit threshold and execution setting that the audit cache
   keys on (``audit.*`` except ``enabled``, ``cache`` and the cache's own ``NOT_IN_KEY``);
@@ -32,10 +32,11 @@ the upstream rows — TD's weight is the audit's rate, its video the render's):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
+
+from prism_fast import fsutil
 
 log = logging.getLogger("prism_fast")
 
@@ -43,18 +44,18 @@ EVAL_STAGES = ("tasks", "exec", "audit", "padvc", "td", "text_expand")
 ON_CHANGE = ("recompute", "refuse")
 
 # Execution strategy: proven not to change a row (tests: prefork vs CLI, cache hits, TeX cache, one-pass).
-_RENDER_STRATEGY = ("render.workers", "render.prefork", "render.cache", "render.tex_cache")
+_EXECUTE_STRATEGY = ("execute.workers", "execute.prefork", "execute.cache", "execute.tex_cache")
 _AUDIT_STRATEGY = ("audit.enabled", "audit.cache")
 _PADVC_STRATEGY = ("metrics.padvc.enabled", "metrics.padvc.workers", "metrics.padvc.ocr_cache_dir",
                    "metrics.padvc.frame_cache_dir")
 
 
 def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return fsutil.canonical_json(value, default=str)
 
 
 def sha256_json(value) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    return fsutil.sha256_json(value, default=str)
 
 
 def _flat(prefix: str, value) -> dict:
@@ -78,14 +79,14 @@ def stage_settings(opts, env_hash: str | None) -> dict[str, dict[str, dict]]:
     snap = opts.config_snapshot or {}
     profile = {"profile": opts.profile.name, "quirks_fixed": sorted(opts.profile.fixed)}
     base = {**profile, "environment": env_hash}
-    render = _without(_flat("render", snap.get("render") or {}), _RENDER_STRATEGY)
+    execute = _without(_flat("execute", snap.get("execute") or {}), _EXECUTE_STRATEGY)
     audit = _without(_flat("audit", snap.get("audit") or {}),
                      (*_AUDIT_STRATEGY, *(f"audit.{k}" for k in NOT_IN_KEY)))
     metrics = snap.get("metrics") or {}
     video = {"metrics.decoder": metrics.get("decoder", opts.decoder), "metrics.device": metrics.get("device", opts.metrics_device)}
     padvc = _without(_flat("metrics.padvc", metrics.get("padvc") or {}), _PADVC_STRATEGY)
     params = ((snap.get("lang") or {}).get("params")) or {}
-    exec_ = {**base, **render}
+    exec_ = {**base, **execute}
     audit_ = {**base, **audit}
     out: dict[str, dict[str, dict]] = {s: {} for s in EVAL_STAGES}
     for lang in opts.languages:
@@ -102,17 +103,13 @@ def stage_settings(opts, env_hash: str | None) -> dict[str, dict[str, dict]]:
     return out
 
 
-def _sha(text: str | None) -> str | None:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
-
-
 def stage_inputs(stage: str, script: str | None, instruction: str | None, clean_status: str | None) -> dict:
     """The sample's own inputs that decide its row in ``stage``."""
     if stage == "tasks":
-        return {"instruction": _sha(instruction), "script": _sha(script), "clean_status": clean_status}
+        return {"instruction": fsutil.sha256_text_or_none(instruction), "script": fsutil.sha256_text_or_none(script), "clean_status": clean_status}
     if stage in ("padvc", "text_expand"):
-        return {"script": _sha(script), "instruction": _sha(instruction)}
-    return {"script": _sha(script)}
+        return {"script": fsutil.sha256_text_or_none(script), "instruction": fsutil.sha256_text_or_none(instruction)}
+    return {"script": fsutil.sha256_text_or_none(script)}
 
 
 @dataclass

@@ -3,7 +3,7 @@
 ``prism-fast -m lang=en,zh metrics.td.tau=20,25,30`` runs one job per combination. In multirun mode each job's
 run directory is Hydra's job directory (``<runs_root>/multirun/<date>/<time>/<job num>/``, with its ``.hydra/``
 written by the job, ``pipeline/lifecycle.py::record_invocation``), so jobs never share rows. Renders and audits are still computed once: they come from the content-addressed render cache
-(``render.cache``) and audit cache (``audit.cache``) under ``runs_root``, so a sweep over metric settings only
+(``execute.cache``) and audit cache (``audit.cache``) under ``runs_root``, so a sweep over metric settings only
 re-runs the metric stages (each job's exec/audit rows say ``cache_hit`` / ``audit_cache_hit``).
 
 :class:`SweepSummary` is a Hydra callback (registered in ``conf/config.yaml``). When the sweep ends it reads every

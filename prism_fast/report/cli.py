@@ -1,6 +1,7 @@
 """``prism-fast report``: the paper's tables, statistics and plots over one or many runs.
 
-``report_from_config(cfg)`` unpacks the Hydra config into :class:`ReportOptions` and calls
+``report_from_config(cfg)`` takes the typed ``report`` group (``prism_fast.config_schema.ReportSchema``) as
+:class:`ReportOptions` and calls
 :func:`build_report`, which reads each run directory, computes everything and writes the files listed in
 README "Reports" to ``report.out_dir`` (default ``<first run>/report``).
 """
@@ -33,7 +34,7 @@ class ReportOptions:
     denominator: str = "all_tasks"
     category_denominator: str = "failures"
     text_expand_column: str = "text_expand_ratio_unique"
-    spatial_requires_exec: object = "auto"
+    spatial_requires_exec: str | bool = "auto"  # auto | true | false
     resamples: int = 10_000
     seed: int = 0
     confidence: float = 0.95
@@ -289,27 +290,10 @@ def build_report(opts: ReportOptions) -> dict:
     return {"out_dir": out, "files": files, "result": res}
 
 
-def options_from_config(cfg) -> ReportOptions:
-    rc = cfg.report
-    runs = [str(r) for r in (rc.get("runs") or [])] or [str(cfg.run_dir)]
-    boot = rc.get("bootstrap") or {}
-    html_cfg = rc.get("html") or {}
-    return ReportOptions(
-        runs=runs, labels=[str(x) for x in (rc.get("labels") or [])], out_dir=rc.get("out_dir"),
-        formats=tuple(rc.get("formats") or FORMATS), denominator=str(rc.get("denominator", "all_tasks")),
-        category_denominator=str((rc.get("table2") or {}).get("category_denominator", "failures")),
-        text_expand_column=str(rc.get("text_expand_column", "text_expand_ratio_unique")),
-        spatial_requires_exec=rc.get("spatial_requires_exec", "auto"),
-        resamples=int(boot.get("resamples", 10_000)), seed=int(boot.get("seed", 0)),
-        confidence=float(boot.get("confidence", 0.95)),
-        joint_fraction=float((rc.get("joint") or {}).get("fraction", 0.10)),
-        compare=[str(x) for x in (rc.get("compare") or [])],
-        max_samples=int(html_cfg.get("max_samples", 1000)), max_pictures=int(html_cfg.get("max_pictures", 6)),
-    )
-
-
 def report_from_config(cfg) -> int:
-    built = build_report(options_from_config(cfg))
+    from omegaconf import OmegaConf
+
+    built = build_report(OmegaConf.to_object(cfg.report).options(cfg.run_dir))  # typed: config_schema.ReportSchema
     print(render.table1_markdown(built["result"]["table1"]))  # this build's table, never a stale file
     print(f"report: {len(built['files'])} files in {built['out_dir']}")
     return 0

@@ -49,7 +49,8 @@ from typing import Any, Sequence
 import cv2
 import numpy as np
 
-from prism_fast import integrity
+from prism_fast import fsutil, integrity
+from prism_fast.integrity import ContentCache
 
 log = logging.getLogger("prism_fast.ocr")
 
@@ -339,10 +340,22 @@ def make_ocr_engine(settings: OcrSettings) -> OcrEngine:
 
 # --- caches ---------------------------------------------------------------------------------------------
 
+class OcrFrameStore(ContentCache):
+    """The persisted part of :class:`FrameOcrCache` (:class:`prism_fast.integrity.ContentCache`: layout, tags).
+    An entry is ``{"polys": [...]}``; its tag message is the one used before the shared base (``polys`` named
+    directly), so entries written earlier stay valid."""
+
+    KIND = "ocr_frame"
+    WHAT = "OCR frame cache"
+
+    def tag_message(self, key: str, entry: dict) -> bytes:
+        return integrity.message(self.KIND, key=key, polys=entry.get("polys"))
+
+
 class FrameOcrCache:
     """Polygons by (frame content digest, OCR signature); in memory (LRU, ``max_entries``) and, with
-    ``directory``, one small JSON file per entry so that later runs and other workers reuse it. Persisted entries
-    are HMAC-tagged (module docstring); ``integrity_key`` defaults to the key of
+    ``directory``, one small JSON file per entry (:class:`OcrFrameStore`) so that later runs and other workers reuse
+    it. Persisted entries are HMAC-tagged (module docstring); ``integrity_key`` defaults to the key of
     :func:`prism_fast.integrity.default_key_dir` of ``directory``."""
 
     def __init__(self, directory: str | Path | None = None, max_entries: int = 4096,
@@ -351,54 +364,32 @@ class FrameOcrCache:
         self.max_entries = int(max_entries)
         self._mem: OrderedDict[str, list] = OrderedDict()
         self._lock = threading.Lock()
-        self.key = None
-        if self.directory is not None:
-            self.key = integrity_key if integrity_key is not None else integrity.load_or_create_key(
-                integrity.default_key_dir(self.directory))
-        self._failures = integrity.FailureLog(log, "OCR frame cache")
+        self._disk = OcrFrameStore(self.directory, integrity_key) if self.directory is not None else None
+        self.key = self._disk.key if self._disk is not None else None
 
     @property
     def integrity_failures(self) -> int:
         """Persisted entries rejected by this object because their tag did not verify."""
-        return self._failures.count
-
-    def _file(self, key: str) -> Path:
-        assert self.directory is not None
-        return self.directory / key[:2] / f"{key}.json"
-
-    @staticmethod
-    def _message(key: str, polys) -> bytes:
-        return integrity.message("ocr_frame", key=key, polys=polys)
+        return self._disk.integrity_failures if self._disk is not None else 0
 
     def get(self, key: str) -> list | None:
         with self._lock:
             if key in self._mem:
                 self._mem.move_to_end(key)
                 return self._mem[key]
-        if self.directory is not None:
-            path = self._file(key)
-            if path.is_file():
-                try:
-                    entry = json.loads(path.read_text(encoding="utf-8"))
-                    polys, tag = entry["polys"], entry.get("tag")
-                except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                    return None
-                if not isinstance(polys, list) or not integrity.verify(self.key, self._message(key, polys), tag):
-                    self._failures(key[:16], "missing tag" if tag is None else "invalid tag")
-                    return None
-                self._remember(key, polys)
-                return polys
-        return None
+        if self._disk is None:
+            return None
+        entry = self._disk.load(key)
+        polys = entry.get("polys") if entry is not None else None
+        if not isinstance(polys, list):
+            return None
+        self._remember(key, polys)
+        return polys
 
     def put(self, key: str, polys: list) -> None:
         self._remember(key, polys)
-        if self.directory is not None:
-            path = self._file(key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            stored = integrity.roundtrip(polys)
-            integrity.atomic_write_text(path, json.dumps(
-                {"polys": stored, "tag": integrity.tag(self.key, self._message(key, stored))},
-                separators=(",", ":")))
+        if self._disk is not None:
+            self._disk.store(key, {"polys": polys})
 
     def _remember(self, key: str, polys: list) -> None:
         with self._lock:
@@ -409,7 +400,7 @@ class FrameOcrCache:
 
 
 def file_sha256(path: str | Path) -> str:
-    return integrity.sha256_file(path)
+    return fsutil.sha256_file(path)
 
 
 class VideoOcrCacheFile:
@@ -445,7 +436,7 @@ class VideoOcrCacheFile:
                 pass
 
     def _message(self, raw: bytes) -> bytes:
-        return integrity.message("ocr_video", name=self.path.name, sha256=integrity.sha256_hex(raw))
+        return integrity.message("ocr_video", name=self.path.name, sha256=fsutil.sha256_hex(raw))
 
     def _trusted(self, raw: bytes) -> bool:
         if self.key is None:
@@ -475,8 +466,8 @@ class VideoOcrCacheFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         raw = json.dumps(self.payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if self.key is not None:  # the tag first: a reader never sees the new file with no tag for it
-            integrity.atomic_write_text(self.tag_path, integrity.tag(self.key, self._message(raw)))
-        integrity.atomic_write_bytes(self.path, raw)
+            fsutil.atomic_write_text(self.tag_path, integrity.tag(self.key, self._message(raw)))
+        fsutil.atomic_write_bytes(self.path, raw)
         self.dirty = False
 
 
@@ -695,17 +686,6 @@ class SceneTextMasker:
         pass
 
 
-def settings_from_mapping(m: dict | None, *, detection_only: bool = False) -> OcrSettings:
-    """``metrics.padvc.ocr`` → OcrSettings. ``detection_only`` (improved, Q-PADVC-15) turns ``use_rec`` off."""
-    m = dict(m or {})
-    known = {f for f in OcrSettings.__dataclass_fields__}
-    unknown = sorted(set(m) - known)
-    if unknown:
-        raise KeyError(f"unknown OCR setting(s) {unknown}; known: {sorted(known)}")
-    s = OcrSettings(**m)
-    return replace(s, use_rec=False) if detection_only else s
-
-
 __all__ = ["OCR_BACKENDS", "OcrUnavailable", "OcrSettings", "extract_polygons", "fill_text_mask", "frame_digest",
            "OcrEngine", "RapidOcrEngine", "PaddleOcrEngine", "SceneTextEngine", "make_ocr_engine", "FrameOcrCache",
-           "VideoOcrCacheFile", "TextMasker", "SceneTextMasker", "MaskResult", "OcrStats", "file_sha256", "settings_from_mapping"]
+           "VideoOcrCacheFile", "TextMasker", "SceneTextMasker", "MaskResult", "OcrStats", "file_sha256"]

@@ -20,16 +20,22 @@ SPATIAL = [f for f in FIXTURES if f["intent"]["spatial"]]
 CLEAN = [f for f in FIXTURES if f["intent"]["fine_type"] is None and f["intent"]["spatial"] is None]
 
 
-def test_conf_audit_reference_equals_the_reference_defaults():
+def test_conf_audit_reference_is_the_schema():
+    """conf/audit/reference.yaml repeats no threshold: the composed ``audit`` group is AuditConfig's reference
+    values (declared once), with their types, and the typed object the pipeline gets is ``AuditConfig()``."""
     from importlib import resources
 
+    from prism_fast.config_schema import compose_group
+
     text = (resources.files("prism_fast.conf") / "audit" / "reference.yaml").read_text(encoding="utf-8")
-    values = yaml.safe_load(text)
-    assert values.pop("enabled") is True
-    assert values.pop("cache") is True  # the audit cache switch (pipeline), not an AuditConfig field
-    values.pop("defaults", None)  # the structured-config schema line (prism_fast/config_schema.py)
-    assert values == asdict(AuditConfig())
+    assert set(yaml.safe_load(text)) == {"defaults", "enabled", "cache"}
+    audit = compose_group("audit")
+    assert audit.enabled is True and audit.cache is True  # the pipeline's switches, not AuditConfig fields
+    assert audit.audit_config() == AuditConfig()
+    values = {k: getattr(audit, k) for k in asdict(AuditConfig())}
     assert {k: type(v) for k, v in values.items()} == {k: type(v) for k, v in asdict(AuditConfig()).items()}
+    swept = compose_group("audit", "audit.cover_min=0.12", "audit.one_pass=off").audit_config()
+    assert (swept.cover_min, swept.one_pass) == (0.12, "off") and swept.leak_max == AuditConfig().leak_max
 
 
 @pytest.mark.parametrize("fixture", SPATIAL + CLEAN, ids=lambda f: f["id"])

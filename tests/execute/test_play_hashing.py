@@ -1,4 +1,4 @@
-"""render.play_hashing=false (``--disable_caching``) is a pure speed-up: same video bytes, same outcome.
+"""execute.play_hashing=false (``--disable_caching``) is a pure speed-up: same video bytes, same outcome.
 
 Manim hashes the whole scene before every play to name its partial movie file; in a fresh media directory
 the hash could matter only if a play repeated an earlier one's hash (manim would then reuse that partial

@@ -73,8 +73,8 @@ def test_broken_then_fixed_script_gives_exec_at_1_zero_and_exec_at_2_one(tmp_pat
     monkeypatch.setenv(STUB_KEY_ENV, STUB_KEY)
     stub = stub_factory({"fix": lambda attempt, rnd: ok(BROKEN if rnd == 1 else FIXED)})
     write_dataset(tmp_path / "ds.jsonl", {"T-fix": "fix"})
-    cfg = compose_cfg(generate_overrides(tmp_path, stub, "generate.rounds=3", "render.timeout_s=60",
-                                         "render.cache.enabled=false", "audit.timeout_sec=120",
+    cfg = compose_cfg(generate_overrides(tmp_path, stub, "generate.rounds=3", "execute.timeout_s=60",
+                                         "execute.cache.enabled=false", "audit.timeout_sec=120",
                                          "generate.selfdebug.workers=1"))
     summary = generate_from_config(cfg)
     run_dir = Path(cfg.run_dir)
@@ -119,7 +119,7 @@ def test_raising_rounds_on_resume_continues_the_last_failed_round(tmp_path, stub
     monkeypatch.setenv(STUB_KEY_ENV, STUB_KEY)
     stub = stub_factory({"fix": lambda attempt, rnd: ok(FIXED if rnd >= 3 else BROKEN)})
     write_dataset(tmp_path / "ds.jsonl", {"T-fix": "fix"})
-    base = generate_overrides(tmp_path, stub, "render.timeout_s=60", "render.cache.enabled=false",
+    base = generate_overrides(tmp_path, stub, "execute.timeout_s=60", "execute.cache.enabled=false",
                               "audit.timeout_sec=120", "generate.selfdebug.workers=1")
     cfg2 = compose_cfg([*base, "generate.rounds=2"])
     generate_from_config(cfg2)

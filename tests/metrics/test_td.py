@@ -170,12 +170,12 @@ def test_improved_refuses_paper_params():
 
 
 def test_params_implicit_eps_q_td_4():
-    p = td.td_params_from_mapping({"mu": -3.0, "sigma": 0.5})
+    p = td.td_params_from_json({"mu": -3.0, "sigma": 0.5})
     assert p.eps == 9.807249641469183e-05 and "implicit_eps" in p.source
     with pytest.raises(KeyError, match="Q-TD-4"):
-        td.td_params_from_mapping({"mu": -3.0, "sigma": 0.5}, profile=IMPROVED)
+        td.td_params_from_json({"mu": -3.0, "sigma": 0.5}, profile=IMPROVED)
     with pytest.raises(KeyError, match="'sigma'"):
-        td.td_params_from_mapping({"mu": -3.0})
+        td.td_params_from_json({"mu": -3.0})
 
 
 def test_summary_subsets_median_and_bins():

@@ -12,12 +12,9 @@ import logging
 import pytest
 
 from prism_fast.metrics.text_expand import segment_statistics, summarize, text_expand_row
-from prism_fast.metrics.text_expand_extract import (
-    MODE_AST,
-    MODE_FALLBACK,
-    UNKNOWN,
-    ConstantEvaluator,
-    extract_display_text,
+from prism_fast.metrics.text_expand_eval import UNKNOWN, ConstantEvaluator
+from prism_fast.metrics.text_expand_extract import MODE_AST, MODE_FALLBACK, extract_display_text
+from prism_fast.metrics.text_expand_scan import (
     heuristic_text,
     parenthesized_argument_text,
     split_keyword_argument,

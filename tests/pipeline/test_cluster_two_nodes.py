@@ -132,7 +132,7 @@ def _wait_nodes(address: str, env: dict, n: int, timeout_s: float = 240) -> None
 
 def _eval(cwd: Path, env: dict, *extra: str):
     cmd = [str(BIN / "prism-fast"), f"dataset.ids={IDS}", "lang=en", "metrics.text_expand.enabled=false",
-           "render.cache.enabled=false", "audit.cache=false", *extra]  # runs_root: the default, relative `runs`
+           "execute.cache.enabled=false", "audit.cache=false", *extra]  # runs_root: the default, relative `runs`
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cwd, env=env)
 
 
@@ -154,7 +154,7 @@ def _actor_logs(temp_dir: Path) -> str:
 
 def test_two_node_cluster_rows_equal_the_local_run(cluster):
     root, env = cluster["root"], cluster["env"]
-    ray_run = _eval(root / "driver", env, "cluster=ray", f"cluster.address={cluster['address']}", "render.workers=2")
+    ray_run = _eval(root / "driver", env, "cluster=ray", f"cluster.address={cluster['address']}", "execute.workers=2")
     text = ray_run.stdout + ray_run.stderr
     assert ray_run.returncode == 0, text[-4000:]
     assert "joined the Ray cluster" in text and "2 node(s)" in text

@@ -40,7 +40,7 @@ def test_fixture_model_rows_carry_the_taxonomy(tmp_path):
 
     clean = rows[chosen["clean"]]
     assert clean["success"] and clean["status"] == "ok" and clean["error_type"] is None
-    assert clean["play_hashing"] is False  # render.play_hashing default: --disable_caching
+    assert clean["play_hashing"] is False  # execute.play_hashing default: --disable_caching
     empty = rows[chosen["empty"]]
     assert not empty["success"] and empty["error_kind"] == "no_script" and empty["error_type"] == "empty_output"
     assert tasks[chosen["empty"]]["has_script"] is False
@@ -59,7 +59,7 @@ def test_play_hashing_setting_reaches_the_render_config(tmp_path):
     from prism_fast.pipeline.run import options_from_config
 
     assert options_from_config(compose_config(f"runs_root={tmp_path}")).render.play_hashing is False
-    on = options_from_config(compose_config(f"runs_root={tmp_path}", "render.play_hashing=true"))
+    on = options_from_config(compose_config(f"runs_root={tmp_path}", "execute.play_hashing=true"))
     assert on.render.play_hashing is True
     cfg = compose_config(f"runs_root={tmp_path}")
     assert cfg.profile_render.play_hashing is True  # profile-render times the authors' command by default

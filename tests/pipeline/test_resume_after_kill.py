@@ -42,7 +42,7 @@ def _predictions(tmp_path: Path) -> Path:
 def _cmd(preds: Path, runs_root: Path) -> list[str]:
     return [sys.executable, "-m", "prism_fast.cli", "model=predictions", "model.name=tiny",
             f"model.predictions={preds}", "lang=en", "dataset.limit=8", f"runs_root={runs_root}",
-            "render.cache.enabled=false", "cluster.num_cpus=2", "hydra.run.dir=" + str(runs_root / "hydra")]
+            "execute.cache.enabled=false", "cluster.num_cpus=2", "hydra.run.dir=" + str(runs_root / "hydra")]
 
 
 def _rows(run_dir: Path, stage: str) -> list[dict]:

@@ -203,7 +203,9 @@ def _core_rows(tmp_path: Path, monkeypatch) -> list[tuple[str, str, dict]]:
     pvd = error_row(base, "RuntimeError: x")
     pvd.update(lang="en", error_kind="pvd_failed", error_detail="x")
     out.append(("padvc", "pvd_failed", normalize_status(pvd, "padvc_status")))
-    settings = {"ocr_backend": "rapidocr", "ocr": {"provider": "cpu"}}
+    from prism_fast.config_schema import compose_group
+
+    settings = compose_group("metrics.padvc", "metrics.padvc.ocr_backend=rapidocr", "metrics.padvc.ocr.provider=cpu")
     pvd_fields = {"pvd_raw": 3, "pvd_factor": 1.0}
     for profile in (REFERENCE, IMPROVED):
         worker = PadvcWorker(settings, profile, str(tmp_path / "ocr"), str(tmp_path / "frames"))
@@ -264,7 +266,7 @@ def test_recursive_helper_never_stops_the_run(tmp_path):
         (preds / f"{sid}.py").write_text(code, encoding="utf-8")
     cmd = [sys.executable, "-m", "prism_fast.cli", "model=predictions", "model.name=rec", f"model.predictions={preds}",
            f"dataset.ids=[{','.join(scripts)}]", "lang=en", f"runs_root={tmp_path / 'runs'}", "cluster.num_cpus=2",
-           "render.cache.enabled=false"]
+           "execute.cache.enabled=false"]
     for attempt in range(2):  # the run, then a resume (which used to crash the same way)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -8,6 +8,7 @@ import types
 from pathlib import Path
 
 import prism_fast
+from prism_fast.config_schema import compose_group
 from prism_fast.pipeline.eval_stages import STAGES
 from prism_fast.pipeline.stages import Job, Stage, StageRun, run_stage
 from prism_fast.profile import REFERENCE
@@ -22,9 +23,11 @@ def test_stage_table_is_the_funnel():
     assert all(s.name in STAGE_FIELDS for s in STAGES)
     for s in STAGES:  # a worker stage says what a lost job's row holds; a driver stage computes its rows itself
         assert (s.actor is not None and s.lost is not None) != (s.row is not None), s.name
-    opts = types.SimpleNamespace(audit=False, td=True, text_expand=False,
-                                 config_snapshot={"metrics": {"padvc": {"enabled": True}}})
+    padvc_on = compose_group("metrics.padvc", "metrics.padvc.enabled=true")  # the typed group, as EvalOptions holds it
+    opts = types.SimpleNamespace(audit=False, td=True, text_expand=False, padvc=padvc_on)
     assert [s.name for s in STAGES if s.enabled(opts)] == ["exec", "padvc", "td"]
+    opts.padvc = compose_group("metrics.padvc", "metrics.padvc.enabled=false")
+    assert [s.name for s in STAGES if s.enabled(opts)] == ["exec", "td"]
 
 
 def test_no_quirk_branch_points_in_pipeline():

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prism_fast import integrity
+from prism_fast import fsutil, integrity
 from prism_fast.audit.cache import AuditCache, audit_cache_key
 from prism_fast.audit.config import AuditConfig
 from prism_fast.execute import sandbox, texcache
@@ -275,6 +275,63 @@ def test_tampered_ocr_frame_entry_is_recomputed_not_served(tmp_path):
     assert engine5.calls == 0
 
 
+def _legacy_entry(path: Path, kind: str, key: str, body: dict, ikey: bytes, **message_fields) -> None:
+    """An entry exactly as the caches wrote it before the shared ContentCache base (issue #16): the tag over
+    ``message(kind, key=…, entry=body)`` (render, audit) or the given message fields (OCR frames)."""
+    fields = message_fields or {"entry": body}
+    doc = {**body, "tag": integrity.tag(ikey, integrity.message(kind, key=key, **fields))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+
+def test_entries_written_before_the_shared_cache_base_are_served_and_untagged_ones_rejected(tmp_path):
+    """The render, audit and OCR caches share one base (integrity.ContentCache) since issue #16: their entries and
+    tags did not change, so what an older version wrote is still a hit, and an untagged or re-kinded entry is
+    still a miss, counted."""
+    root = tmp_path / "runs" / ".cache"
+    ikey = integrity.load_or_create_key(root)
+    key = "cd" * 32
+    # render: row + mp4
+    render_root = root / "render"
+    mp4 = _video(render_root / key[:2] / f"{key}.mp4", b"old video")
+    row = {"id": "s", "success": True, "status": "ok", "error_kind": None, "cache_hit": False, "cache_key": key}
+    body = {"schema": "prism_fast.render.v1", "row": row, "mp4_sha256": _sha(mp4)}
+    _legacy_entry(render_root / key[:2] / f"{key}.json", "render_cache", key, body, ikey)
+    rc = RenderCache(render_root)
+    hit = rc.get(key, tmp_path / "out" / "s.mp4")
+    assert hit is not None and hit["cache_hit"] is True and (tmp_path / "out" / "s.mp4").read_bytes() == b"old video"
+    # audit: row + report
+    audit_root = root / "audit"
+    body = {"schema": "prism_fast.audit.v2", "row": {"id": "s", "audit_success": 1, "audit_cache_hit": False},
+            "report": '{"ok": true}'}
+    _legacy_entry(audit_root / key[:2] / f"{key}.json", "audit_cache", key, body, ikey)
+    ac = AuditCache(audit_root)
+    got = ac.get(key, "s", tmp_path / "work", "print(1)\n")
+    assert got is not None and got["audit_cache_hit"] is True
+    assert (tmp_path / "work" / "audits" / "s" / "audit_report.json").read_text() == '{"ok": true}'
+    # OCR frames: the message names the polygons directly
+    polys = [[[1, 2], [3, 2], [3, 4], [1, 4]]]
+    ocr_root = root / "ocr_frames"
+    _legacy_entry(ocr_root / key[:2] / f"{key}.json", "ocr_frame", key, {"polys": polys}, ikey, polys=polys)
+    assert FrameOcrCache(ocr_root).get(key) == polys
+
+    # untagged (an older, pre-#13 entry or a forged one): a miss, counted, in each cache
+    for path in (render_root, audit_root, ocr_root):
+        _rewrite_json(path / key[:2] / f"{key}.json", lambda d: d.pop("tag"))
+    rc, ac, oc = RenderCache(render_root), AuditCache(audit_root), FrameOcrCache(ocr_root)
+    assert rc.get(key, tmp_path / "out" / "t.mp4") is None and rc.integrity_failures == 1
+    assert ac.get(key, "s", tmp_path / "work2", "print(1)\n") is None and ac.integrity_failures == 1
+    assert oc.get(key) is None and oc.integrity_failures == 1
+    assert not (tmp_path / "out" / "t.mp4").exists() and not (tmp_path / "work2" / "audits").exists()
+
+    # a valid entry of one cache moved into another (same key, same runs_root key): its kind does not match
+    ac.put(key, {"id": "s", "audit_success": 1}, tmp_path / "no_report.json")
+    (render_root / key[:2] / f"{key}.json").write_bytes((audit_root / key[:2] / f"{key}.json").read_bytes())
+    assert AuditCache(audit_root).get(key, "s", tmp_path / "work3", "x") is not None
+    moved = RenderCache(render_root)
+    assert moved.get(key, tmp_path / "out" / "u.mp4") is None and moved.integrity_failures == 1
+
+
 def test_per_video_ocr_file_keeps_the_toolkit_format_and_verifies_when_keyed(tmp_path):
     video = tmp_path / "a.mp4"
     video.write_bytes(b"video")
@@ -386,9 +443,9 @@ def test_tex_cache_entries_reach_a_sample_only_verified(tmp_path):
     sha = hashlib.sha256(poisoned).hexdigest()
     svg_path, tag_file = texcache.entry_path(cache, key), texcache.tag_path(cache, key)
     svg_path.unlink()
-    integrity.atomic_write_text(tag_file, json.dumps({"sha256": sha, "tag": integrity.tag(
+    fsutil.atomic_write_text(tag_file, json.dumps({"sha256": sha, "tag": integrity.tag(
         os.urandom(32), integrity.message(texcache.TAG_KIND, key=key, sha256=sha))}))
-    integrity.atomic_write_bytes(svg_path, poisoned)
+    fsutil.atomic_write_bytes(svg_path, poisoned)
     before = texcache.integrity_failures(cache)
     code = f"""
 import json

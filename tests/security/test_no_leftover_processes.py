@@ -129,9 +129,11 @@ def _run(tmp_path: Path, script: str, *extra: str, send: str | None = None) -> d
     (preds / "SAMPLE-EN-000001.py").write_text(script)
     runs = tmp_path / "runs"
     cli = str(Path(sys.executable).with_name("prism-fast"))
-    cmd = [cli, "model=predictions", "model.name=tiny", f"model.predictions={preds}", "lang=en", "dataset.limit=1",
-           f"runs_root={runs}", f"hydra.run.dir={runs / 'hydra'}", "cluster.num_cpus=1", "render.cache.enabled=false",
-           "audit.enabled=false", "metrics.td.enabled=false", *extra]
+    base = [cli, "model=predictions", "model.name=tiny", f"model.predictions={preds}", "lang=en", "dataset.limit=1",
+            f"runs_root={runs}", f"hydra.run.dir={runs / 'hydra'}", "cluster.num_cpus=1", "execute.cache.enabled=false",
+            "audit.enabled=false", "metrics.td.enabled=false"]
+    given = {e.split("=", 1)[0] for e in extra}
+    cmd = [a for a in base if a.split("=", 1)[0] not in given] + list(extra)  # ``extra`` replaces a default
     args = {"cmd": cmd, "marker": uuid.uuid4().hex, "signal": send, "log": str(tmp_path / "cli.log")}
     out = subprocess.run([sys.executable, "-c", HARNESS, json.dumps(args)], capture_output=True, text=True,
                          timeout=700)
@@ -148,9 +150,11 @@ def test_normal_exit_leaves_no_process(tmp_path):
 
 
 def test_exception_after_ray_started_leaves_no_process(tmp_path):
-    # metrics.padvc.workers is read (int()) after Ray is up (metrics.padvc is an untyped mapping; typed keys such as
-    # render.workers are refused at compose time): a ValueError in the middle of the command
-    report = _run(tmp_path, TINY_SCRIPT, "metrics.padvc.enabled=true", "metrics.padvc.workers=not-a-number")
+    # Every key is type-checked at compose time, but metrics.padvc.embedding_backend's value is checked only when PVD
+    # is built: in the driver, after Ray is up, once a sample passes PADVC's gate (a render and an audit that pass):
+    # a ValueError in the middle of the command
+    report = _run(tmp_path, TINY_SCRIPT, "audit.enabled=true", "metrics.padvc.enabled=true",
+                  "metrics.padvc.embedding_backend=no-such-backend")
     assert report["rc"] not in (0, "timeout") and "ValueError" in report["log"], report["log"]
     assert report["left"] == {}, report["left"]
 

@@ -92,4 +92,4 @@ def test_hostile_script_is_contained_by_bubblewrap_without_root(tmp_path):
 def test_without_root_or_bubblewrap_untrusted_code_is_refused(tmp_path):
     r = _run_as_nobody(tmp_path, "/nonexistent")  # no bwrap on PATH: nothing to contain the script with
     assert r["level"] == "refused" and r["rc"] is None and r["files"] == []
-    assert "render.sandbox=unsafe" in r["launch"]
+    assert "execute.sandbox=unsafe" in r["launch"]

@@ -185,7 +185,7 @@ def _run(tmp: Path, scripts: dict[str, str], ids: list[str], tag: str):
         (preds / f"{sid}.py").write_text(text, encoding="utf-8")
     cfg = compose_config("model=predictions", f"model.name={tag}", f"model.predictions={preds}",
                          f"runs_root={tmp / 'runs'}", f"dataset.ids=[{','.join(ids)}]", "cluster.num_cpus=2",
-                         "render.limits.scratch_mb=256", "render.limits.tmp_mb=64", "render.timeout_s=120")
+                         "execute.limits.scratch_mb=256", "execute.limits.tmp_mb=64", "execute.timeout_s=120")
     opts = options_from_config(cfg)
     run_eval(opts)
     store = ResultsStore(opts.run_dir)
@@ -233,7 +233,7 @@ def test_hostile_samples_are_contained_and_change_no_clean_row(tmp_path, monkeyp
     assert "MMAP-DENIED" in res, res
     forks = int(res.split("FORKS=")[1].split()[0])
     assert forks < 600
-    # the scratch (256 MB, render.limits.scratch_mb) and /tmp (64 MB, render.limits.tmp_mb) filled up, not the disk
+    # the scratch (256 MB, execute.limits.scratch_mb) and /tmp (64 MB, execute.limits.tmp_mb) filled up, not the disk
     assert int(res.split(".=")[1].split("MB")[0]) <= 256 and int(res.split("/tmp=")[1].split("MB")[0]) <= 64
     assert mixed["exec"][by_name["resources"]]["output_truncated"]
     # 2: the forged pass is an audit_tampered failure

@@ -166,7 +166,7 @@ def test_sandboxed_script_sees_no_secret_through_the_cli(tmp_path):
     cli = str(Path(sys.executable).with_name("prism-fast"))
     out = subprocess.run([cli, "model=predictions", "model.name=tiny", f"model.predictions={preds}", "lang=en",
                           "dataset.limit=1", f"runs_root={runs}", f"hydra.run.dir={runs / 'hydra'}",
-                          "cluster.num_cpus=1", "render.cache.enabled=false", "audit.enabled=false",
+                          "cluster.num_cpus=1", "execute.cache.enabled=false", "audit.enabled=false",
                           "metrics.td.enabled=false"], env=_secret_env(), capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     from prism_fast.store import ResultsStore

@@ -18,7 +18,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from prism_fast import integrity
+from prism_fast import fsutil, integrity
 from prism_fast.schema import stage_schema
 from prism_fast.store import MAX_FUTURE_NS, ResultsStore, tag_path
 
@@ -62,7 +62,7 @@ def test_forged_part_files_are_ignored_and_reported(tmp_path, caplog):
     other_key = _plant(store, [_audit_row("evil", 1, written_at_ns=time.time_ns())], name="part-2-1-other.parquet")
     data = other_key.read_bytes()
     tag_path(other_key).write_text(integrity.tag(os.urandom(32), integrity.message(
-        "store_part", path=other_key.relative_to(store.root).as_posix(), sha256=integrity.sha256_hex(data))))
+        "store_part", path=other_key.relative_to(store.root).as_posix(), sha256=fsutil.sha256_hex(data))))
 
     with caplog.at_level(logging.WARNING, logger="prism_fast.store"):
         reader = ResultsStore(tmp_path)

@@ -108,9 +108,11 @@ def test_cache_file_format_and_rerun(ocr_run, decode_video):
 def test_worker_rows_share_frame_cache(ocr_run, decode_video, tmp_path):
     """The stage's worker (reference and improved) reuses the content-keyed frame cache: no new OCR call for
     the reference signature; improved (detection-only, Q-PADVC-15) has its own signature."""
+    from prism_fast.config_schema import compose_group
     from prism_fast.metrics.padvc_run import PadvcWorker
 
-    w = PadvcWorker({"ocr": {"provider": "cpu"}}, REFERENCE, str(tmp_path / "oc"), str(ocr_run["frame_dir"]))
+    w = PadvcWorker(compose_group("metrics.padvc", "metrics.padvc.ocr.provider=cpu"), REFERENCE, str(tmp_path / "oc"),
+                    str(ocr_run["frame_dir"]))
     base = {"detail_version": 4, "id": "x", "visual_structure_pass": 1, "video_path": str(decode_video)}
     row = w.score(base, {"pvd_raw": 4, "pvd_en_backend": "x"}, PadvcParams(-0.6663, 0.6547))
     assert row["status"] == "ok" and row["ocr_calls"] == 0 and row["padvc_raw"] == ocr_run["details"]["padvc_raw"]
@@ -119,7 +121,7 @@ def test_worker_rows_share_frame_cache(ocr_run, decode_video, tmp_path):
     err = w.score(bad, {"pvd_raw": 4}, PadvcParams(-0.6663, 0.6547))
     assert err["status"] == "error" and err["error"] == "TypeError: 'float' object is not iterable"  # Q-PADVC-3
     assert "padvc_raw" not in err
-    assert PadvcWorker({}, IMPROVED, None, None).ocr.signature().startswith("rapidocr_cls0_rec0")
+    assert PadvcWorker(compose_group("metrics.padvc"), IMPROVED, None, None).ocr.signature().startswith("rapidocr_cls0_rec0")
     # both rows fit the store's padvc schema (nested values become JSON strings) and read back
     from prism_fast.schema import normalize_status
     from prism_fast.store import ResultsStore
