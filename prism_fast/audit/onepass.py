@@ -82,13 +82,20 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         if reason not in reasons:
             reasons.append(reason)
 
-    statement_calls = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    # constructs decided by a precise rule (onepass_rules): exempt nodes, never-run branches, updater bodies
+    from prism_fast.audit import onepass_rules
+
+    rules = onepass_rules.analyse(tree) if isinstance(tree, ast.Module) else onepass_rules.Analysis()
+    exempt = rules.exempt
+    statement_calls = {id(n.value) for n in onepass_rules.walk(tree, rules.skip) if isinstance(n, ast.Expr)}
     remove_funcs = set()
-    for node in ast.walk(tree):
+    for node in onepass_rules.walk(tree, rules.skip):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "remove":
             if id(node) in statement_calls:
                 remove_funcs.add(id(node.func))
-    for node in ast.walk(tree):
+    for node in onepass_rules.walk(tree, rules.skip):
+        if id(node) in exempt:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in SAFE_IMPORTS:
@@ -121,6 +128,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
             add("repr_format")  # "%r" % group, "{!r}".format(group)
         if isinstance(node, ast.Attribute) and node.attr in ("_os", "sys", "_sys", "ctypeslib", "builtins", "modules"):
             add(f"attr:{node.attr}")  # module internals reaching os/sys from an allowed import
+    for reason in rules.reasons:  # why an updater was not approved (its add_updater/always_redraw stays flagged)
+        add(reason)
     return reasons
 
 
@@ -227,14 +236,20 @@ def _install(state: _State) -> None:
             for sub in getattr(anim, "animations", []):
                 check_animation(sub)
 
+    from prism_fast.audit import onepass_rules
+
+    policy = []  # the script's approved dt-free updaters (onepass_rules.UpdaterPolicy), built on first use
+
+    def updater_policy():
+        if not policy:
+            policy.append(onepass_rules.UpdaterPolicy(state.req.get("code_file")))
+        return policy[0]
+
     def check_updaters(scene, extra=()) -> None:
         if getattr(scene, "updaters", None):
             state.flag("scene_updater")
-        for top in (*scene.mobjects, *extra):
-            for mob in top.get_family():
-                if getattr(mob, "updaters", None):
-                    state.flag("mobject_updater")
-                    return
+        for reason in onepass_rules.updater_reasons((*scene.mobjects, *extra), updater_policy()):
+            state.flag(reason)
 
     class OnePassScene(audit_scene):
         def ensure_audit_vars(self):
@@ -276,6 +291,11 @@ def _install(state: _State) -> None:
         def _audit_snapshot(self, label):
             t0 = time.perf_counter()
             try:
+                for reason in onepass_rules.checkpoint_reasons(self, updater_policy()):
+                    state.flag(reason)  # approved updaters must be at a unique fixed point here
+            except Exception as exc:
+                state.flag(f"guard_error:{type(exc).__name__}")
+            try:
                 return super()._audit_snapshot(label)
             finally:
                 state.audit_sec += time.perf_counter() - t0
@@ -312,6 +332,8 @@ def _install(state: _State) -> None:
             state.flag("module_loader")
             return real_get_module(file_name)
         module_name = ".".join(file_name.with_suffix("").parts)
+        if onepass_rules.module_name_reason(module_name):
+            state.flag(onepass_rules.module_name_reason(module_name))
         warnings.filterwarnings("default", category=DeprecationWarning, module=module_name)
         spec = importlib.util.spec_from_file_location(module_name, file_name)
         if not isinstance(spec, importlib.machinery.ModuleSpec):
