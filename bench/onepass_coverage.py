@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=None, help="a fixed random subset of this many scripts")
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--exclude", nargs="*", default=[], help="ids left out (e.g. the parity bench's heavy ones)")
+    ap.add_argument("--ids", nargs="*", default=None, help="only these ids")
     ap.add_argument("--work-dir", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -63,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
 
     ids = sorted(p.stem for p in args.scripts.glob("*.py") if p.stem not in set(args.exclude))
+    if args.ids:
+        ids = [i for i in ids if i in set(args.ids)]
     if args.sample:
         ids = sorted(random.Random(args.seed).sample(ids, min(args.sample, len(ids))))
     tmp = None

@@ -148,6 +148,9 @@ PURE_ANIMATIONS = (
     "ShowPassingFlashWithThinningStrokeWidth", "ApplyWave", "Circumscribe", "Wiggle", "FocusOn", "AnimationGroup",
     "Succession", "LaggedStart", "LaggedStartMap", "Rotate", "Rotating", "MoveAlongPath", "ChangeDecimalToValue",
     "Blink",
+    # issue 19: SpiralIn restores every shape from the state saved at __init__ before each interpolation, so
+    # the end state is interpolate(1) of fixed data (tests/audit/test_audit_onepass_rules.py)
+    "SpiralIn",
 )
 GROUPS = ("AnimationGroup", "Succession", "LaggedStart", "LaggedStartMap", "Circumscribe", "Flash", "Blink")
 PURE_METHODS = frozenset({
@@ -158,6 +161,9 @@ PURE_METHODS = frozenset({
     "match_color", "match_width", "match_height", "match_x", "match_y", "match_style", "rotate_about_origin",
     "space_out_submobjects", "surround", "put_start_and_end_on", "set_color_by_gradient", "set_sheen",
     "set_style", "set_stroke_color", "set_fill_color", "apply_matrix", "set_points", "move_to_target",
+    # issue 19: applied once to the target copy when the play is built (the same call in both executions), then
+    # interpolated; finish() = interpolate(1) gives the target whatever the frame times
+    "apply_function", "apply_complex_function",
 })
 
 
@@ -207,7 +213,7 @@ def _install(state: _State) -> None:
     from manim.mobject.mobject import Mobject
     from manim.utils import module_ops
 
-    from prism_fast.audit import hooks
+    from prism_fast.audit import hooks, onepass_rules
     from prism_fast.audit.config import AuditConfig
     from prism_fast.audit.inject import inject_names
     from prism_fast.profile import REFERENCE
@@ -232,11 +238,11 @@ def _install(state: _State) -> None:
             return
         if getattr(anim, "stop_condition", None) is not None:
             state.flag("wait_stop_condition")
+        for reason in onepass_rules.animation_reasons(anim):
+            state.flag(reason)
         if isinstance(anim, groups):
             for sub in getattr(anim, "animations", []):
                 check_animation(sub)
-
-    from prism_fast.audit import onepass_rules
 
     policy = []  # the script's approved dt-free updaters (onepass_rules.UpdaterPolicy), built on first use
 

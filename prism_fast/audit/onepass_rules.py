@@ -24,24 +24,31 @@ canvas (the ``-ql`` render) as at 60 fps on 1920x1080 (the audit)? This module a
 * ``self.camera.background_color`` / ``background_opacity`` (read or written): pixels only. Every other camera
   access stays refused: a ``MovingCameraScene``/``ThreeDScene`` is unhooked in the reference audit anyway, and
   ``frame`` moves of a hooked scene are impossible (plain ``Camera`` has no frame).
-* **Updaters without ``dt``** (``mob.add_updater(f)``, ``always_redraw(f)``): see :func:`updater_problem` for the
-  static body rule and :func:`checkpoint_reasons` for the run-time check. Why it is sound: manim ends every
-  non-skipped play with ``finish()`` (``interpolate(1)`` from copies taken at ``begin()``) and one
-  ``update_mobjects(0)`` pass (``Scene.play_internal``); a static wait updates nothing in either run. If every
-  updater *sets* its mobject to a function of the other mobjects' current state (absolute setters only, its
-  own prior state read by nothing but the setters' use of its shape), touches nothing else, draws no random
-  numbers and takes no ``dt``, and if at the checkpoint (a) applying every updater once more changes no point
-  (the state is a fixed point: no one-frame lag of an updater that reads a mobject updated after it, no
-  accumulation) and (b) no updater reads, directly or through a group or the scene, a mobject whose updater
-  reads it back (no cycle, so the fixed point is unique), then the checkpoint state is determined by the
-  non-updated mobjects alone, whose states are the animations' end states: the same at any frame rate.
-  Refused and kept refused: a ``dt`` parameter (time-based: integrates the frame times), relative methods
-  (``shift``/``rotate``/``scale``/``increment_value``: one step per frame accumulates), the updated mobject
-  read in the arguments (smoothing towards a target depends on the number of frames), statements other than
-  local assignments and setter chains (a conditional can latch a frame-dependent value), calls into the
-  script's own functions or classes (unknown side effects), ``random``/``np.random`` (the stream would advance
-  once per frame), group constructors (``VGroup(a, b).arrange()`` would move ``a``), and any updater the rule
-  did not approve (manim's own ``always_shift``/``TracedPath``/``turn_animation_into_updater``, scene updaters).
+* **Updaters without ``dt`` that rebuild their mobject** (``always_redraw(f)``, ``mob.add_updater(lambda m:
+  m.become(<new mobject>))``, style setters): see :func:`updater_problem` for the static body rule and
+  :func:`checkpoint_reasons` for the run-time check. Why it is sound: manim ends every non-skipped play with
+  ``finish()`` (``interpolate(1)`` from copies taken at ``begin()``) and one ``update_mobjects(0)`` pass
+  (``Scene.play_internal``); a static wait updates nothing in either run. An approved updater only *sets* its
+  mobject from the other mobjects' current state: ``become(x)`` copies the points and style of a mobject ``x``
+  built inside the updater (bitwise a function of that state), style setters write their arguments; it reads
+  nothing of its own mobject, touches nothing else, draws no random numbers, takes no ``dt``, and ``x``'s
+  submobject tree cannot change during a play (``become`` keeps the largest tree it ever saw). If at the
+  checkpoint (a) every updated mobject equals its updater's result on the current state, bit for bit (points,
+  style arrays, tree, classes, names: no one-frame lag of an updater that reads a mobject updated after it, no
+  accumulation) and (b) no updater reads, directly or through a group, a function or the scene, a mobject whose
+  updater reads it back (no cycle: the fixed point is unique), then the checkpoint state is a function of the
+  non-updated mobjects, whose states are the animations' end states: the same at any frame rate.
+  Kept refused, with the reason: a ``dt`` parameter (integrates the frame times); relative methods
+  (``shift``/``rotate``/``scale``/``increment_value``: one step per frame accumulates); placement methods on
+  the updated mobject (``move_to``/``next_to``/``set_x``/``DecimalNumber.set_value``: they add
+  ``target - current`` to the current points, so the result carries the rounding of the previous frames, which
+  differ between 60 and 15 fps -- checked, re-applying ``next_to`` moves a label in the last bits; the report's
+  crossing test compares points exactly); the updated mobject read in the arguments (smoothing); statements
+  other than local assignments, pure nested functions and setter chains (a conditional can latch a frame's
+  value); calls into the script's own impure functions or classes; ``random``/``np.random`` (the stream
+  advances once per frame); content-dependent trees built from the state (``DecimalNumber(t.get_value())``,
+  ``Text(str(x))``, dashes, Riemann rectangles); any updater the rule did not approve (manim's own
+  ``always_shift``/``TracedPath``/``turn_animation_into_updater``, scene updaters).
 
 Nothing here changes what the render does: the run-time check copies mobjects or calls the approved pure
 redraw functions on fresh objects and compares points.
@@ -728,6 +735,18 @@ def _always_redraw_code():
         if inspect.iscode(const):
             return const
     return None
+
+
+def animation_reasons(anim) -> list[str]:
+    """An alpha-pure animation that reads *another* mobject at every frame: ``MoveAlongPath`` evaluates its path
+    at each alpha, so a path with updaters (whose state at the last frame depends on the frame times) would put
+    the moved mobject at a frame-dependent point. (Every other listed animation copies what it reads at
+    ``begin()``.)"""
+    path = getattr(anim, "path", None)
+    if type(anim).__name__ == "MoveAlongPath" and path is not None:
+        if any(getattr(m, "updaters", None) for m in path.get_family()):
+            return ["path_with_updaters"]
+    return []
 
 
 def updater_reasons(mobjects, policy: UpdaterPolicy) -> list[str]:

@@ -82,6 +82,25 @@ class Redraws(Scene):
         self.wait(0.3)
 '''
 
+# animations that used to be refused at run time: SpiralIn (restores its saved state before every frame), and
+# .animate.apply_function / apply_complex_function (applied once to the target when the play is built)
+ANIMATIONS = '''from manim import *
+
+
+class Warps(Scene):
+    def construct(self):
+        shapes = VGroup(Square(1.2, fill_opacity=0.6), Circle(radius=0.7, fill_opacity=0.6),
+                        Triangle(fill_opacity=0.6)).arrange(RIGHT, buff=0.1)
+        self.play(SpiralIn(shapes), run_time=1.2)
+        grid = NumberPlane(x_range=[-3, 3], y_range=[-2, 2])
+        self.play(FadeIn(grid), run_time=0.4)
+        self.play(grid.animate.apply_function(lambda p: p + np.array([0.35 * np.sin(p[1]), 0.3 * p[0], 0])),
+                  run_time=0.8)
+        self.play(FadeOut(grid), run_time=0.3)
+        self.play(shapes.animate.apply_complex_function(lambda z: 2.5 * z + 3), run_time=0.8)
+        self.wait(0.2)
+'''
+
 # passes the static rule, but `a` reads `b`, which is updated after it: one frame behind at every checkpoint
 LAG = '''from manim import *
 
@@ -138,14 +157,14 @@ def runs(tmp_path_factory):
     worker = prefork_worker(cfg)
     out = {"base": base}
     try:
-        for name, script in (("static", STATIC_CONSTRUCTS), ("updaters", UPDATERS)):
+        for name, script in (("static", STATIC_CONSTRUCTS), ("updaters", UPDATERS), ("animations", ANIMATIONS)):
             out[name] = render_one(f"R-{name}", script, base / "onepass", cfg, runner=worker.run, onepass=acfg)
             out[f"{name}_plain"] = render_one(f"R-{name}", script, base / "plain", cfg, runner=worker.run)
         for name, script in (("lag", LAG), ("cycle", CYCLE), ("dt", DT_UPDATER), ("accumulating", ACCUMULATING)):
             out[name] = render_one(f"R-{name}", script, base / "onepass", cfg, runner=worker.run, _onepass_req=acfg)
     finally:
         worker.close()
-    for name, script in (("static", STATIC_CONSTRUCTS), ("updaters", UPDATERS)):
+    for name, script in (("static", STATIC_CONSTRUCTS), ("updaters", UPDATERS), ("animations", ANIMATIONS)):
         out[f"{name}_audit"] = audit_one(f"R-{name}", script, base / "audit_only", AuditConfig())
     return out
 
@@ -177,6 +196,12 @@ def test_redraw_updaters_share_an_identical_report(runs):
     assert only["segment_count"] == 2 and only["visual_issue_total"] > 0
     oob = only["visual_audit_report"]["Redraws"]["Segment_0"]["out_of_bounds"]
     assert [item["mobject"] for item in oob] == ["mover"]
+
+
+@pytest.mark.slow
+def test_spiral_in_and_animated_apply_function_share_an_identical_report(runs):
+    only = _check_shared_identical(runs, "animations")
+    assert only["segment_count"] >= 2 and only["visual_issue_total"] > 0  # the warped shapes leave the frame
 
 
 @pytest.mark.slow
@@ -275,3 +300,14 @@ def test_module_named_main_is_refused_at_run_time():
     assert onepass_rules.module_name_reason("__main__") == "module_named_main"
     assert onepass_rules.module_name_reason("manim") == "module_named_main"
     assert onepass_rules.module_name_reason(".tmp.render_x.R-static") is None
+
+
+def test_move_along_an_updated_path_is_refused():
+    """MoveAlongPath reads its path at every alpha: with updaters on the path, the end point depends on the
+    path's state at the last frame."""
+    from manim import LEFT, RIGHT, Dot, Line, MoveAlongPath
+
+    path = Line(LEFT, RIGHT)
+    assert onepass_rules.animation_reasons(MoveAlongPath(Dot(), path)) == []
+    path.add_updater(lambda m: m.become(Line(LEFT, RIGHT)))
+    assert onepass_rules.animation_reasons(MoveAlongPath(Dot(), path)) == ["path_with_updaters"]
