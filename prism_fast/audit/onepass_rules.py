@@ -668,10 +668,10 @@ class UpdaterPolicy:
             cells = dict(zip(code.co_freevars, (c.cell_contents for c in (updater.__closure__ or ()))))
             func, mob = cells.get("func"), cells.get("mob")
             fcode = getattr(func, "__code__", None)
-            if fcode is not None and self._ours(fcode, self.redraws) and not _has_params(func, 0):
+            if fcode is not None and self._ours(fcode, self.redraws) and not _wrong_signature(func, 0):
                 return "redraw", (mob, func)
             return None
-        if self._ours(code, self.updaters) and not _has_params(updater, 1):
+        if self._ours(code, self.updaters) and not _wrong_signature(updater, 1):
             root = self.updaters[(code.co_firstlineno, code.co_name)]
             if root is None:
                 return "updater", updater
@@ -717,7 +717,7 @@ def _rebound(updater, name: str, mob):
     return None
 
 
-def _has_params(func, n: int) -> bool:
+def _wrong_signature(func, n: int) -> bool:
     """True when ``func`` does NOT take exactly ``n`` positional parameters, none of them ``dt``."""
     try:
         params = inspect.signature(func).parameters
