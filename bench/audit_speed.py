@@ -11,8 +11,8 @@ both trees run the audit child the pipeline's separate audit runs (``python -m p
 profile, ``AuditConfig()`` defaults, ``AUDIT_SAVE_IMAGES=0``) as a plain subprocess (no sandbox: the sandbox adds
 the same cost to both sides), alternating which side goes first. CPU = user + system seconds of that process and
 every process it reaped (LaTeX, dvisvgm), from ``os.wait4``. Identity: ``audit_report.json`` bytes, the exit
-status, the row's error line (``rows.error_from_stderr``) and stderr (less manim's progress bars, which carry timings) must be
-equal.
+status, the row's error line (``rows.error_from_stderr``) and stderr (less manim's progress bars, which carry
+timings) must be equal.
 
 ``--needs-separate`` keeps only scripts the one-pass rule sends to the separate audit statically
 (``onepass.static_reasons``), i.e. the scripts that still pay for it. Exit status 1 when anything differs.
@@ -253,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             rec["returncode"] = b["returncode"]
             rec["timed_out"] = any(r["timed_out"] for r in runs.values())
             results.append(rec)
-            cells = "  ".join(f"{m} {runs[m]['cpu_s']:7.2f}" + (f" ({rec[f'{m}_ratio'] or 0:4.2f}x)" if m != base else "")
-                              for m in modes)
+            cells = "  ".join(f"{m} {runs[m]['cpu_s']:7.2f}"
+                              + (f" ({rec[f'{m}_ratio'] or 0:4.2f}x)" if m != base else "") for m in modes)
             diff = [f"{m}:{','.join(k2 for k2, v in rec[f'{m}_same'].items() if not v)}" for m in modes[1:]
                     if not all(rec[f"{m}_same"].values())]
             print(f"{sid:42s} CPU-s {cells}  {'identical' if rec['identical'] else 'DIFFERENT ' + ' '.join(diff)}"

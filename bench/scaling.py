@@ -342,7 +342,7 @@ def format_b(base: dict, ours: dict, n: int, workers: int) -> list[str]:
     st, os_ = base["stages"], ours["stage_seconds"]
     w = f"{workers} worker(s)" if base["kind"] == "toolkit" else "1 process"
     lines = [f"B  {n} samples; baseline = {label}, {w}; ours = prism-fast eval, {workers} worker(s)", "",
-             f"| stage | baseline wall s | baseline CPU s | ours wall s | ratio (wall) |",
+             "| stage | baseline wall s | baseline CPU s | ours wall s | ratio (wall) |",
              "|---|---|---|---|---|"]
     ours_exec, ours_audit, ours_td = os_.get("exec"), os_.get("audit"), os_.get("td")
     rows = [("render (ours: Exec stage, incl. one-pass and separate audits)", st["render"], ours_exec),

@@ -2,12 +2,11 @@
 
 import copy
 
+import manim
 import numpy as np
 import pytest
 
-manim = pytest.importorskip("manim")
-
-from prism_fast.audit import fastcopy  # noqa: E402
+from prism_fast.audit import fastcopy
 
 ATOMIC = fastcopy._ATOMIC
 

@@ -7,10 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("manim")
-
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = '''
