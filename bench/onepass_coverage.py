@@ -6,8 +6,9 @@ taken from ``manifest.jsonl`` when present):
 
 1. the static rule before (``onepass_rules`` switched off: the name-based rule) and after;
 2. a one-pass render (prefork worker preloading ``onepass.PRELOAD``, ``onepass.render_with_onepass`` with
-   ``AuditConfig().to_dict()``, the pipeline's call) when the script is eligible after -- statically eligible-before scripts contain no approved updater,
-   so their run-time outcome is the same under both rules and this one render serves both columns;
+   ``AuditConfig().to_dict()``, the pipeline's call) when the script is eligible after -- statically
+   eligible-before scripts contain no approved updater, so their run-time outcome is the same under both rules
+   and this one render serves both columns;
 3. for every script shared after but not before: the separate audit (``audit_one``, the audit-only fast path
    the pipeline runs otherwise), whose ``audit_report.json`` must equal the one-pass report byte for byte.
 
