@@ -1,25 +1,37 @@
-"""Scaling benchmark (issue "Ray pipeline"): render workers 1 vs 2, and end-to-end samples/hour vs the
-authors' sequence of scripts. One run, same scripts (the bundled reference answers), same machine.
+"""Scaling benchmark (issues "Ray pipeline" and #19): render workers 1 vs 2, and end to end against the authors'
+toolkit at equal workers, side by side in one run.
 
-    .venv/bin/python -m bench.scaling [--ids ID,ID,... | --limit N | --per-lang N] [--a-limit N] [--skip-a]
+    .venv/bin/python -m bench.scaling [--toolkit PATH] [--scripts DIR] [--workers N]
+                                      [--ids ID,ID,... | --limit N | --per-lang N] [--a-limit N] [--skip-a]
                                       [--skip-baseline] [--json out.json]
 
-Part A — render stage throughput with 1 and 2 render workers: ``prism-fast eval`` restricted to the Exec stage
+Part A -- render stage throughput with 1 and 2 render workers: ``prism-fast eval`` restricted to the Exec stage
 (audit / TD / TextExpand off, render cache and TeX cache off, fresh run dir), ``cluster.num_cpus=N``,
 ``execute.workers=N``, after one untimed warm-up pass over the same samples (first renders fill the OS page cache
 and font/TeX caches; without it the second timed run profits). Throughput = samples / Exec stage wall time.
-Target: 2 workers >= 1.8x of 1 worker.
+Target: 2 workers >= 1.8x of 1 worker. Bundled samples only (``--skip-a`` with ``--scripts``).
 
-Part B — end to end, samples/hour:
-  ours      ``prism-fast eval`` (Exec -> Spatial -> TD -> TextExpand), all CPUs, fresh runs_root (empty caches).
-  baseline  the authors' sequence, one sample after another, written from the spec (no checkout needed):
-            render_directory = a bare ``manim -ql`` per file; audit_batch = the authors' auditor mode
-            (1920x1080 at 60 fps, every frame rasterised and PNG-encoded, play hashing, per-pair matplotlib
-            geometry: ``AuditConfig(full_fidelity=True, geometry_backend="matplotlib")``); score_td = OpenCV
-            decodes frame by frame and the per-frame NumPy TD (``bench.oracle.td_raw_video``).
-            PADVC is left out of both sides (OCR-bound, not enabled in the default config).
-Target: ours >= 10x baseline samples/hour. The script checks that both sides agree on every sample's Exec
-success and Spatial pass, and on TD_raw, and prints any disagreement as a PROBLEM (exit status 1).
+Part B -- end to end, the same scripts on both sides, ``--workers N`` on each side:
+  scripts   ``--scripts DIR``: every ``<id>.py`` of DIR (``manifest.jsonl`` order when present, e.g. the open corpus
+            of ``bench/corpus.py``, see docs/parity.md); default: the bundled reference answers (``--ids`` /
+            ``--limit`` / ``--per-lang``). ``--limit`` also applies to a directory.
+  toolkit   ``--toolkit PATH``: a checkout of github.com/positionprivacy/PRISM, run as its user runs it
+            (``scripts/run_evaluation_pipeline.sh`` without PADVC) in this venv, from a copy of its ``scripts/``
+            in the work dir: ``render_directory.py --workers N`` (``manim -ql`` per file), ``audit_batch.py
+            --workers N --no-images`` (its 1080p60 auditor per file), ``score_td.py --workers N`` on the rendered
+            videos (its TD parameters' defaults; TD_raw does not depend on them). Each stage is timed (wall) and its
+            CPU-seconds are taken from ``getrusage(RUSAGE_CHILDREN)`` around the stage (every process is reaped).
+  ours      ``python -m prism_fast.cli eval`` (Exec -> Spatial -> TD -> TextExpand; ``model=reference``, the
+            scripts as a dataset's reference answers, ``cluster.num_cpus=N``, fresh ``runs_root``: empty caches),
+            wall time of the whole command (Python and Ray start-up included), and the run's per-stage wall times.
+            Manim executions per sample come from the rows: a render (``manim_executions``, else 1 when the
+            script was executed) plus a separate audit (``audit_pass == "separate"``, not from the cache).
+  Without ``--toolkit`` the baseline is a RE-CREATION of the authors' sequence from the spec, one process
+  (a bare ``manim -ql`` per file, ``AuditConfig(full_fidelity=True, geometry_backend="matplotlib")``, per-frame
+  NumPy TD), and every line of its output says so.
+PADVC is left out of both sides (OCR-bound, not in the default config). The script checks that both sides agree
+on every sample's Exec success and Spatial pass, and on TD_raw, and prints any disagreement as a PROBLEM (exit
+status 1). Target (issue #19): ours >= 10x the toolkit end to end on the open corpus, >= 8x on the bundled set.
 """
 
 from __future__ import annotations
@@ -27,13 +39,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
 DEFAULT_IDS = ("SAMPLE-EN-000001", "SAMPLE-EN-000002", "SAMPLE-ZH-000001", "SAMPLE-ZH-000002")
+PROMPT_STUB = "scaling benchmark script"
+RECREATION = "SPEC RE-CREATION (no --toolkit given; not the authors' code)"
 
 
 def _compose(*overrides: str):
@@ -85,16 +105,174 @@ def part_a(ids, work: Path, warmup: bool = True) -> dict:
 
 
 def _rows(run_dir: str, stage: str) -> dict:
-    import pyarrow.parquet as pq
+    from prism_fast.store import ResultsStore
 
-    rows = {}
-    for f in sorted((Path(run_dir) / "rows" / stage).rglob("*.parquet")):
-        for r in pq.read_table(f).to_pylist():
-            rows[r["id"]] = r
-    return rows
+    try:
+        return {r["id"]: r for r in ResultsStore(run_dir).read(stage).to_pylist()}
+    except Exception as exc:  # a stage that wrote nothing
+        print(f"[rows] {stage}: none ({exc})", file=sys.stderr)
+        return {}
 
 
-def baseline(tasks, work: Path) -> dict:
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _timed(cmd: list[str], log: Path, cwd: Path | None = None, env: dict | None = None) -> dict:
+    """Run one command to the end; its wall time and the CPU-seconds of its (reaped) process tree."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cpu0, t0 = _children_cpu(), time.perf_counter()
+    with open(log, "ab") as fh:
+        fh.write(f"\n$ {' '.join(cmd)}\n".encode())
+        fh.flush()
+        rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": _children_cpu() - cpu0, "returncode": rc}
+
+
+# ---- inputs ---------------------------------------------------------------------------------------------
+
+def select_inputs(args) -> list[dict]:
+    """[{id, language, script}] in run order: a directory of scripts or the bundled reference answers."""
+    if args.scripts:
+        from bench.parity import select_scripts
+
+        ids = select_scripts(args.scripts, args.limit, args.ids.split(",") if args.ids_given else None)
+        return [{"id": i, "language": "en", "script": (args.scripts / f"{i}.py").read_text(encoding="utf-8")}
+                for i in ids]
+    from prism_fast.dataset.bundled import bundled_dataset_path
+    from prism_fast.dataset.loader import load_dataset
+
+    tasks = load_dataset(bundled_dataset_path()).tasks
+    if args.per_lang:
+        tasks = [t for lang in ("en", "zh") for t in [t for t in tasks if t.language == lang][:args.per_lang]]
+    elif args.limit:
+        tasks = tasks[:args.limit]
+    else:
+        wanted = args.ids.split(",")
+        tasks = [t for t in tasks if t.id in wanted]
+    return [{"id": t.id, "language": t.language, "script": t.reference_answer} for t in tasks]
+
+
+def stage_inputs(inputs: list[dict], work: Path) -> tuple[Path, Path]:
+    """The scripts as ``<work>/input/<id>.py`` (the toolkit's input directory) and as a dataset JSONL (ours)."""
+    inp = work / "input"
+    inp.mkdir(parents=True, exist_ok=True)
+    dataset = work / "dataset.jsonl"
+    with dataset.open("w", encoding="utf-8") as fh:
+        for rec in inputs:
+            (inp / f"{rec['id']}.py").write_text(rec["script"], encoding="utf-8")
+            fh.write(json.dumps({"id": rec["id"], "language": rec["language"], "instruction": PROMPT_STUB,
+                                 "reference_answer": rec["script"]}, ensure_ascii=False) + "\n")
+    return inp, dataset
+
+
+# ---- part B: ours ---------------------------------------------------------------------------------------
+
+def manim_executions(ex: dict | None, au: dict | None) -> int | None:
+    """Manim executions one sample cost: its render (the row's ``manim_executions``, else 1 when it ran, 0 on a
+    cache hit) + 1 for a separate audit (``audit_pass == "separate"``, not served from the audit cache)."""
+    if not ex or ex.get("error_kind") == "no_script":
+        return None
+    n = ex.get("manim_executions")
+    if n is None:
+        n = 0 if (ex.get("cache_hit") or ex.get("skipped") or not ex.get("scene_class")) else 1
+    if au and au.get("audit_pass") != "shared" and not au.get("audit_cache_hit") \
+            and au.get("error_kind") != "no_script":
+        n += 1
+    return int(n)
+
+
+def run_ours(dataset: Path, work: Path, workers: int) -> dict:
+    runs_root = work / "ours_runs"
+    cmd = [sys.executable, "-m", "prism_fast.cli", "eval", f"dataset.path={dataset}", "model=reference",
+           f"runs_root={runs_root}", "run_name=scaling", f"cluster.num_cpus={workers}",
+           "metrics.padvc.enabled=false"]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    res = _timed(cmd, work / "ours.log", cwd=ROOT, env=env)
+    run_dir = runs_root / "scaling"
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+    rows = {stage: _rows(str(run_dir), stage) for stage in ("exec", "audit", "td")}
+    execs = {sid: manim_executions(r, rows["audit"].get(sid)) for sid, r in rows["exec"].items()}
+    passes = [r.get("audit_pass") for r in rows["audit"].values()]
+    out = {**res, "run_dir": str(run_dir), "stage_seconds": summary.get("stage_seconds", {}), "rows": rows,
+           "manim_executions": execs, "audit_shared": passes.count("shared"),
+           "audit_separate": passes.count("separate"),
+           "render_worker_s": sum(r.get("wall_s") or 0.0 for r in rows["exec"].values()),
+           "render_cpu_s": sum(r.get("cpu_s") or 0.0 for r in rows["exec"].values()),
+           "separate_audit_worker_s": sum(r.get("runtime_sec") or 0.0 for r in rows["audit"].values()
+                                          if r.get("audit_pass") == "separate" and not r.get("audit_cache_hit"))}
+    if res["returncode"] != 0:
+        print(f"[B ours] prism-fast exited {res['returncode']} (see {work / 'ours.log'})", file=sys.stderr)
+    return out
+
+
+# ---- part B: the authors' toolkit -----------------------------------------------------------------------
+
+def run_toolkit(toolkit: Path, inp: Path, work: Path, workers: int, render_timeout: int,
+                audit_timeout: int) -> dict:
+    """The toolkit's own drivers, as run_evaluation_pipeline.sh runs them (PADVC left out), N workers each."""
+    from bench.parity import toolkit_code, toolkit_env
+
+    code = toolkit_code(toolkit, work)  # <work>/toolkit/code/scripts: its temp files never touch the checkout
+    env = toolkit_env(work)
+    tk = work / "toolkit"
+    videos, render_json, audit_dir, td_dir = tk / "videos", tk / "render_results.json", tk / "audit", tk / "td"
+    py = sys.executable
+    stages = {}
+    stages["render"] = _timed([py, "-u", str(code / "render_directory.py"), "--input-dir", str(inp),
+                               "--output-dir", str(videos), "--results-json", str(render_json),
+                               "--workers", str(workers), "--timeout-sec", str(render_timeout),
+                               "--manim-bin", env["MANIM_BIN"]], tk / "render.log", cwd=code, env=env)
+    print(f"[B toolkit] render {stages['render']['wall_s']:.1f} s", file=sys.stderr, flush=True)
+    stages["audit"] = _timed([py, "-u", str(code / "audit_batch.py"), "--input-dir", str(inp),
+                              "--output-dir", str(audit_dir), "--workers", str(workers),
+                              "--timeout-sec", str(audit_timeout), "--no-images"], tk / "audit.log", cwd=code, env=env)
+    print(f"[B toolkit] audit {stages['audit']['wall_s']:.1f} s", file=sys.stderr, flush=True)
+    render = json.loads(render_json.read_text(encoding="utf-8")) if render_json.exists() else {}
+    render_rows = {r["id"]: r for r in render.get("details", [])}
+    audit = json.loads((audit_dir / "results.json").read_text(encoding="utf-8")) \
+        if (audit_dir / "results.json").exists() else {}
+    audit_rows = {r["id"]: r for r in audit.get("details", [])}
+    # score_td's input: the rows its pipeline hands it (id, render_success, video_path, spatial fields)
+    td_in = tk / "td_input.jsonl"
+    with td_in.open("w", encoding="utf-8") as fh:
+        for sid in sorted(render_rows):
+            r, a = render_rows[sid], audit_rows.get(sid) or {}
+            fh.write(json.dumps({"id": sid, "render_success": bool(r.get("success")),
+                                 "video_path": r.get("video_path"),
+                                 "visual_structure_pass": a.get("visual_structure_pass", 0),
+                                 "visual_structure_rate": a.get("visual_structure_rate", 0.0)}) + "\n")
+    stages["td"] = _timed([py, "-u", str(code / "score_td.py"), "--input-jsonl", str(td_in), "--output-dir",
+                           str(td_dir), "--workers", str(workers)], tk / "td.log", cwd=code, env=env)
+    print(f"[B toolkit] TD {stages['td']['wall_s']:.1f} s", file=sys.stderr, flush=True)
+    td_file = td_dir / "td_center_scores.jsonl"
+    td_rows = {}
+    if td_file.exists():
+        for line in td_file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                td_rows[rec["id"]] = rec
+    per = {}
+    for sid, r in render_rows.items():
+        a = audit_rows.get(sid) or {}
+        per[sid] = {"exec_success": bool(r.get("success")), "render_s": r.get("runtime_sec"),
+                    "audit_s": a.get("runtime_sec"), "spatial_pass": int(a.get("visual_structure_pass", 0) or 0),
+                    "td_raw": td_rows.get(sid, {}).get("td_raw") if r.get("success") else None}
+    failed = [k for k, v in stages.items() if v["returncode"] != 0]
+    if failed:
+        print(f"[B toolkit] stage(s) {failed} exited non-zero (logs in {tk})", file=sys.stderr)
+    return {"kind": "toolkit", "stages": stages, "samples": per,
+            "wall_s": sum(v["wall_s"] for v in stages.values()),
+            "cpu_s": sum(v["cpu_s"] for v in stages.values()),
+            "render_worker_s": sum(v["render_s"] or 0.0 for v in per.values()),
+            "audit_worker_s": sum(v["audit_s"] or 0.0 for v in per.values())}
+
+
+def baseline_recreation(inputs: list[dict], work: Path) -> dict:
+    """FALLBACK (no --toolkit): the authors' sequence re-created from the spec, one sample after another."""
     from bench.oracle import td_raw_video
     from bench.render_bench import run_baseline
     from prism_fast.audit.config import AuditConfig
@@ -106,38 +284,107 @@ def baseline(tasks, work: Path) -> dict:
     full = AuditConfig(full_fidelity=True, geometry_backend="matplotlib")
     work.mkdir(parents=True, exist_ok=True)
     per = {}
-    t_all = time.perf_counter()
-    for t in tasks:
+    stages = {k: {"wall_s": 0.0, "cpu_s": 0.0} for k in ("render", "audit", "td")}
+    for rec_in in inputs:
+        sid, script = rec_in["id"], rec_in["script"]
         rec = {}
-        t0 = time.perf_counter()
-        scene = select_scene(t.reference_answer, REFERENCE).name
-        r = run_baseline(manim_bin, t.id, t.reference_answer, scene, work, 600)
+        cpu0, t0 = _children_cpu(), time.perf_counter()
+        scene = select_scene(script, REFERENCE).name
+        r = run_baseline(manim_bin, sid, script, scene, work, 600)
         rec["render_s"] = time.perf_counter() - t0
+        stages["render"]["wall_s"] += rec["render_s"]
+        stages["render"]["cpu_s"] += _children_cpu() - cpu0
         rec["exec_success"] = bool(r["success"])
-        t0 = time.perf_counter()
-        a = audit_one(t.id, t.reference_answer, work / "audit", full)
+        cpu0, t0 = _children_cpu(), time.perf_counter()
+        a = audit_one(sid, script, work / "audit", full)
         rec["audit_s"] = time.perf_counter() - t0
+        stages["audit"]["wall_s"] += rec["audit_s"]
+        stages["audit"]["cpu_s"] += _children_cpu() - cpu0
         rec["spatial_pass"] = int(a["visual_structure_pass"])
         t0 = time.perf_counter()
-        video = work / "baseline_videos" / f"{t.id}.mp4"
+        video = work / "baseline_videos" / f"{sid}.mp4"
         rec["td_raw"] = td_raw_video(str(video)) if r["success"] else None
         rec["td_s"] = time.perf_counter() - t0
-        per[t.id] = rec
-        print(f"[B baseline] {t.id}: render {rec['render_s']:.1f}s audit {rec['audit_s']:.1f}s "
+        stages["td"]["wall_s"] += rec["td_s"]
+        per[sid] = rec
+        print(f"[B {RECREATION}] {sid}: render {rec['render_s']:.1f}s audit {rec['audit_s']:.1f}s "
               f"td {rec['td_s']:.1f}s", file=sys.stderr, flush=True)
-    wall = time.perf_counter() - t_all
-    return {"samples": per, "wall_s": wall, "samples_per_hour": 3600.0 * len(tasks) / wall}
+    return {"kind": "recreation", "stages": stages, "samples": per,
+            "wall_s": sum(v["wall_s"] for v in stages.values()), "cpu_s": sum(v["cpu_s"] for v in stages.values()),
+            "render_worker_s": sum(v["render_s"] for v in per.values()),
+            "audit_worker_s": sum(v["audit_s"] for v in per.values())}
+
+
+def compare(base: dict, ours: dict) -> list[str]:
+    problems = []
+    ex, au, td = (ours["rows"][s] for s in ("exec", "audit", "td"))
+    for sid, rec in base["samples"].items():
+        if sid not in ex:
+            problems.append(f"{sid}: no Exec row on our side")
+            continue
+        if bool(ex[sid]["success"]) != rec["exec_success"]:
+            problems.append(f"{sid}: Exec success differs (toolkit {rec['exec_success']}, ours "
+                            f"{bool(ex[sid]['success'])})")
+        if int((au.get(sid) or {}).get("visual_structure_pass") or 0) != rec["spatial_pass"]:
+            problems.append(f"{sid}: Spatial pass differs")
+        if rec["td_raw"] is not None and (td.get(sid) or {}).get("td_raw") != rec["td_raw"]:
+            problems.append(f"{sid}: TD_raw differs ({(td.get(sid) or {}).get('td_raw')} vs {rec['td_raw']})")
+    return problems
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.1f}x" if a and b else "-"
+
+
+def format_b(base: dict, ours: dict, n: int, workers: int) -> list[str]:
+    """The side-by-side table of part B (stages, end to end, worker-seconds) and the executions line."""
+    label = "authors' toolkit" if base["kind"] == "toolkit" else RECREATION
+    st, os_ = base["stages"], ours["stage_seconds"]
+    w = f"{workers} worker(s)" if base["kind"] == "toolkit" else "1 process"
+    lines = [f"B  {n} samples; baseline = {label}, {w}; ours = prism-fast eval, {workers} worker(s)", "",
+             "| stage | baseline wall s | baseline CPU s | ours wall s | ratio (wall) |",
+             "|---|---|---|---|---|"]
+    ours_exec, ours_audit, ours_td = os_.get("exec"), os_.get("audit"), os_.get("td")
+    rows = [("render (ours: Exec stage, incl. one-pass and separate audits)", st["render"], ours_exec),
+            ("audit (ours: Spatial stage)", st["audit"], ours_audit),
+            ("TD", st["td"], ours_td)]
+    for name, b, o in rows:
+        lines.append(f"| {name} | {b['wall_s']:.1f} | {b['cpu_s']:.1f} | {'-' if o is None else f'{o:.1f}'} | "
+                     f"{_ratio(b['wall_s'], o)} |")
+    lines.append(f"| render + audit | {st['render']['wall_s'] + st['audit']['wall_s']:.1f} | "
+                 f"{st['render']['cpu_s'] + st['audit']['cpu_s']:.1f} | "
+                 f"{(ours_exec or 0) + (ours_audit or 0):.1f} | "
+                 f"{_ratio(st['render']['wall_s'] + st['audit']['wall_s'], (ours_exec or 0) + (ours_audit or 0))} |")
+    lines.append(f"| **end to end** (ours: the whole command, start-up included) | {base['wall_s']:.1f} | "
+                 f"{base['cpu_s']:.1f} | {ours['wall_s']:.1f} | **{_ratio(base['wall_s'], ours['wall_s'])}** |")
+    lines += ["", f"worker-seconds (sum over samples): baseline render {base['render_worker_s']:.1f}, "
+                  f"audit {base['audit_worker_s']:.1f}; ours render {ours['render_worker_s']:.1f} "
+                  f"(CPU {ours['render_cpu_s']:.1f}), separate audits {ours['separate_audit_worker_s']:.1f}",
+              f"ours: CPU-s of the reaped process tree {ours['cpu_s']:.1f} (Ray workers reaped by Ray may be missing); "
+              f"stages " + ", ".join(f"{k}={v}" for k, v in os_.items())]
+    execs = [v for v in ours["manim_executions"].values() if v is not None]
+    per = sum(execs) / len(execs) if execs else float("nan")
+    lines.append(f"Manim executions per sample: ours {per:.2f} ({ours['audit_shared']} one-pass shared audits, "
+                 f"{ours['audit_separate']} separate audits, {len(execs)} samples); baseline 2")
+    if base["kind"] != "toolkit":
+        lines.append(f"NOTE: the baseline is a {RECREATION}; pass --toolkit PATH for the real one.")
+    return lines
 
 
 def main(argv=None) -> int:
-    from prism_fast.dataset.bundled import bundled_dataset_path
-    from prism_fast.dataset.loader import load_dataset
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ids", default=",".join(DEFAULT_IDS))
-    ap.add_argument("--limit", type=int, default=None, help="the first N bundled samples instead of --ids")
+    ap.add_argument("--ids", default=None, help="comma-separated ids (bundled default: " + ",".join(DEFAULT_IDS) + ")")
+    ap.add_argument("--limit", type=int, default=None, help="the first N samples (bundled set or --scripts order)")
     ap.add_argument("--per-lang", type=int, default=None,
                     help="the first N bundled samples of each language (parts A and B) instead of --ids")
+    ap.add_argument("--scripts", type=Path, default=None,
+                    help="part B on this directory of <id>.py (+ optional manifest.jsonl) instead of the bundled set")
+    ap.add_argument("--toolkit", type=Path, default=None,
+                    help="checkout of positionprivacy/PRISM: the real baseline (else a spec re-creation)")
+    ap.add_argument("--workers", type=int, default=2, help="part B: workers on each side (equal)")
+    ap.add_argument("--render-timeout", type=int, default=600, help="toolkit render timeout per script")
+    ap.add_argument("--audit-timeout", type=int, default=900, help="toolkit audit timeout per script")
+    ap.add_argument("--work", type=Path, default=None, help="keep the work dir here (default: a temp dir, removed)")
     ap.add_argument("--skip-a", action="store_true")
     ap.add_argument("--a-limit", type=int, default=None,
                     help="part A on the first N bundled samples instead of the part B ids (more samples, less imbalance)")
@@ -145,45 +392,56 @@ def main(argv=None) -> int:
     ap.add_argument("--no-a-warmup", action="store_true", help="part A without its untimed warm-up pass")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    tasks = load_dataset(bundled_dataset_path()).tasks
-    if args.per_lang:
-        tasks = [t for lang in ("en", "zh") for t in [t for t in tasks if t.language == lang][:args.per_lang]]
-    elif args.limit:
-        tasks = tasks[:args.limit]
-    else:
-        wanted = args.ids.split(",")
-        tasks = [t for t in tasks if t.id in wanted]
-    ids = [t.id for t in tasks]
+    args.ids_given = args.ids is not None
+    if args.ids is None:
+        args.ids = ",".join(DEFAULT_IDS)
+    if args.toolkit is not None and not (args.toolkit / "scripts" / "audit_single.py").exists():
+        ap.error(f"--toolkit {args.toolkit}: not a checkout of positionprivacy/PRISM (no scripts/audit_single.py)")
+    if args.scripts is not None and not args.scripts.is_dir():
+        ap.error(f"--scripts {args.scripts}: not a directory")
+    if args.scripts is not None and not args.skip_a and not args.a_limit:
+        args.skip_a = True  # part A is defined on the bundled set
+        print("[A] skipped: --scripts given (part A runs on the bundled set; use --a-limit N)", file=sys.stderr)
+    inputs = select_inputs(args)
+    if not inputs:
+        ap.error("no scripts selected")
+    ids = [r["id"] for r in inputs]
     load_before = os.getloadavg()
-    work = Path(tempfile.mkdtemp(prefix="scaling_bench_"))
-    report: dict = {"ids": ids, "cpus": os.cpu_count()}
-    problems = []
+    work = args.work.resolve() if args.work else Path(tempfile.mkdtemp(prefix="scaling_bench_"))
+    work.mkdir(parents=True, exist_ok=True)
+    report: dict = {"ids": ids, "cpus": os.cpu_count(), "workers": args.workers,
+                    "scripts": str(args.scripts) if args.scripts else "bundled",
+                    "baseline_kind": None if args.skip_baseline else ("toolkit" if args.toolkit else "recreation")}
+    problems: list[str] = []
     try:
         if not args.skip_a:
+            from prism_fast.dataset.bundled import bundled_dataset_path
+            from prism_fast.dataset.loader import load_dataset
+
             a_ids = [t.id for t in load_dataset(bundled_dataset_path()).tasks[:args.a_limit]] if args.a_limit else ids
             report["A"] = part_a(a_ids, work, warmup=not args.no_a_warmup)
             report["A_ids"] = a_ids
-        ours = _eval(work / "b", ids, f"cluster.num_cpus={os.cpu_count()}")
-        ours_wall = ours["wall_s"]
-        report["B_ours"] = {"wall_s": ours_wall, "samples_per_hour": 3600.0 * len(ids) / ours_wall,
-                            "stage_seconds": ours["summary"]["stage_seconds"]}
-        print(f"[B ours] {ours_wall:.1f} s end to end", file=sys.stderr, flush=True)
+        inp, dataset = stage_inputs(inputs, work)
+        base = None
         if not args.skip_baseline:
-            base = baseline(tasks, work / "baseline")
+            if args.toolkit:
+                base = run_toolkit(args.toolkit.resolve(), inp, work, args.workers, args.render_timeout,
+                                   args.audit_timeout)
+            else:
+                print(f"[B] WARNING: no --toolkit: the baseline is a {RECREATION}", file=sys.stderr, flush=True)
+                base = baseline_recreation(inputs, work / "baseline")
             report["B_baseline"] = base
-            ex, au, td = (_rows(ours["run_dir"], s) for s in ("exec", "audit", "td"))
-            for sid, rec in base["samples"].items():
-                if bool(ex[sid]["success"]) != rec["exec_success"]:
-                    problems.append(f"{sid}: Exec success differs")
-                if int(au[sid]["visual_structure_pass"]) != rec["spatial_pass"]:
-                    problems.append(f"{sid}: Spatial pass differs")
-                if rec["td_raw"] is not None and td[sid].get("td_raw") != rec["td_raw"]:
-                    problems.append(f"{sid}: TD_raw differs ({td[sid].get('td_raw')} vs {rec['td_raw']})")
+        ours = run_ours(dataset, work, args.workers)
+        report["B_ours"] = {k: v for k, v in ours.items() if k != "rows"}
+        print(f"[B ours] {ours['wall_s']:.1f} s end to end", file=sys.stderr, flush=True)
+        if base is not None:
+            problems = compare(base, ours)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
     report.update(load_before=load_before, load_after=load_after, problems=problems)
-    print(f"samples: {len(ids)} ({', '.join(ids)}); {os.cpu_count()} CPUs")
+    print(f"samples: {len(ids)} ({', '.join(ids[:8])}{', ...' if len(ids) > 8 else ''}); {os.cpu_count()} CPUs")
     if "A" in report:
         a = report["A"]
         print(f"A  samples: {len(report['A_ids'])}")
@@ -191,15 +449,17 @@ def main(argv=None) -> int:
         print(f"A  render stage, 2 workers: {a[2]['exec_s']:.1f} s  ({a[2]['samples_per_hour']:.0f} samples/h)")
         print(f"A  ratio 2 vs 1 workers   : {a['ratio']:.2f}x (target >= 1.8x: {'met' if a['ratio'] >= 1.8 else 'NOT met'})")
         print(f"A  cores per render       : {a[1]['render_cores']:.2f} alone, {a[2]['render_cores']:.2f} with 2 workers")
-    b = report["B_ours"]
-    print(f"B  ours end to end        : {b['wall_s']:.1f} s  ({b['samples_per_hour']:.0f} samples/h); stages "
-          + ", ".join(f"{k}={v}" for k, v in b["stage_seconds"].items()))
-    if "B_baseline" in report:
-        base = report["B_baseline"]
-        ratio = b["samples_per_hour"] / base["samples_per_hour"]
+    if base is not None:
+        for line in format_b(base, ours, len(ids), args.workers):
+            print(line)
+        ratio = base["wall_s"] / ours["wall_s"] if ours["wall_s"] else float("nan")
         report["B_ratio"] = ratio
-        print(f"B  authors' sequence      : {base['wall_s']:.1f} s  ({base['samples_per_hour']:.0f} samples/h)")
-        print(f"B  ratio ours vs authors  : {ratio:.1f}x (target >= 10x: {'met' if ratio >= 10 else 'NOT met'})")
+        target = 10 if args.scripts else 8
+        print(f"B  ratio ours vs {'toolkit' if base['kind'] == 'toolkit' else RECREATION}: {ratio:.1f}x "
+              f"(issue #19 target >= {target}x: {'met' if ratio >= target else 'NOT met'})")
+    else:
+        print(f"B  ours end to end: {ours['wall_s']:.1f} s; stages "
+              + ", ".join(f"{k}={v}" for k, v in ours["stage_seconds"].items()))
     print(f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f}")
     for p in problems:
         print(f"PROBLEM {p}")

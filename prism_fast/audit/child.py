@@ -82,6 +82,15 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         config.frame_rate = 15
     if not cfg.full_fidelity:
         install_fast_path()
+        from prism_fast.audit import fastcopy, stepping
+
+        # issue #19: the same states, reached with less work (reports byte-identical; docs/bench_audit.md)
+        stepping.install(meta)  # one update for the plays no intermediate frame can change
+        try:
+            names_path_obj = "path_obj" in Path(file_path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            names_path_obj = True
+        fastcopy.install(meta, share_svg_paths=not names_path_obj)  # Mobject copies without deepcopy's dispatch
     meta["mode"] = "full" if cfg.full_fidelity else "fast"
     tmp_root = os.environ.get("PRISM_AUDIT_TMP_ROOT") or str(Path(tempfile.gettempdir()) / "prism_auditor")
     os.makedirs(tmp_root, exist_ok=True)
@@ -177,7 +186,7 @@ def fork_entry(quirks: str):
     """The audit child as an entry of the execution service's fork server (``execute/worker.py``): loads
     manim, the audit modules and the profile's process set-up (shims) once; the returned ``main`` runs in
     each forked, sandboxed child with ``sys.argv = [python, -m, prism_fast.audit.child, ARGS...]``."""
-    from prism_fast.audit import atoms, cascade, hooks, inject, segments  # noqa: F401  (pre-import)
+    from prism_fast.audit import atoms, cascade, hooks, inject, segments, stepping, fastcopy  # noqa: F401  (pre-import)
 
     _setup_process(_profile_from(quirks))
     prefix = ["-m", "prism_fast.audit.child"]

@@ -4,10 +4,12 @@ Installed through the render's observer extension point (``execute/observers.py`
 calls :func:`install` before manim's CLI ``main()``. Passive observers: the scene class the script binds to
 ``Scene`` is the audit's instrumented scene (reference hooks: snapshots on play, segment locks on remove, tail +
 report on render); the module is executed with the audit's variable-name injection; and guards record every
-dynamic reason the snapshots could depend on the frame rate or on the pixel size (an updater on a mobject or on
-the scene during a play, a ``Wait`` with a stop condition, an animation outside the list of alpha-pure manim
-classes, an ``.animate`` method outside its list, a Text whose Pango SVG differs between 854x480 and the audit's
-1920x1080 canvas, a mobject's ``repr`` read by the script, more than one audited scene class). Nothing of this
+dynamic reason the snapshots could depend on the frame rate or on the pixel size (an updater on the scene, or on
+a mobject during a play unless ``onepass_rules`` approved it -- and an approved one must be at its unique fixed
+point at every checkpoint --, a ``Wait`` with a stop condition, an animation outside the list of alpha-pure
+manim classes, an ``.animate`` method outside its list, a Text whose Pango SVG differs between 854x480 and the
+audit's 1920x1080 canvas, a mobject's ``repr`` read by the script, more than one audited scene class, a CLI
+module named ``__main__``). Nothing of this
 changes what the render does; the observers only write their out file at exit (``reasons``, ``audited_scenes``,
 ``report``, ``audit_sec``, ``engine``), which the parent's collect step reads.
 """
@@ -21,7 +23,7 @@ import re
 import sys
 import time
 
-from prism_fast.audit import hooks
+from prism_fast.audit import hooks, onepass_rules
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.inject import inject_names
 from prism_fast.audit.tamper import Guard
@@ -41,6 +43,9 @@ PURE_ANIMATIONS = (
     "ShowPassingFlashWithThinningStrokeWidth", "ApplyWave", "Circumscribe", "Wiggle", "FocusOn", "AnimationGroup",
     "Succession", "LaggedStart", "LaggedStartMap", "Rotate", "Rotating", "MoveAlongPath", "ChangeDecimalToValue",
     "Blink",
+    # issue 19: SpiralIn restores every shape from the state saved at __init__ before each interpolation, so
+    # the end state is interpolate(1) of fixed data (tests/audit/test_audit_onepass_rules.py)
+    "SpiralIn",
 )
 GROUPS = ("AnimationGroup", "Succession", "LaggedStart", "LaggedStartMap", "Circumscribe", "Flash", "Blink")
 PURE_METHODS = frozenset({
@@ -51,6 +56,9 @@ PURE_METHODS = frozenset({
     "match_color", "match_width", "match_height", "match_x", "match_y", "match_style", "rotate_about_origin",
     "space_out_submobjects", "surround", "put_start_and_end_on", "set_color_by_gradient", "set_sheen",
     "set_style", "set_stroke_color", "set_fill_color", "apply_matrix", "set_points", "move_to_target",
+    # issue 19: applied once to the target copy when the play is built (the same call in both executions), then
+    # interpolated; finish() = interpolate(1) gives the target whatever the frame times
+    "apply_function", "apply_complex_function",
 })
 
 
@@ -119,18 +127,24 @@ def _install(state: _State) -> None:
             return
         if getattr(anim, "stop_condition", None) is not None:
             state.flag("wait_stop_condition")
+        for reason in onepass_rules.animation_reasons(anim):
+            state.flag(reason)
         if isinstance(anim, groups):
             for sub in getattr(anim, "animations", []):
                 check_animation(sub)
 
+    policy = []  # the script's approved dt-free updaters (onepass_rules.UpdaterPolicy), built on first use
+
+    def updater_policy():
+        if not policy:
+            policy.append(onepass_rules.UpdaterPolicy(state.req.get("code_file")))
+        return policy[0]
+
     def check_updaters(scene, extra=()) -> None:
         if getattr(scene, "updaters", None):
             state.flag("scene_updater")
-        for top in (*scene.mobjects, *extra):
-            for mob in top.get_family():
-                if getattr(mob, "updaters", None):
-                    state.flag("mobject_updater")
-                    return
+        for reason in onepass_rules.updater_reasons((*scene.mobjects, *extra), updater_policy()):
+            state.flag(reason)
 
     class OnePassScene(audit_scene):
         def ensure_audit_vars(self):
@@ -172,6 +186,11 @@ def _install(state: _State) -> None:
         def _audit_snapshot(self, label):
             t0 = time.perf_counter()
             try:
+                for reason in onepass_rules.checkpoint_reasons(self, updater_policy()):
+                    state.flag(reason)  # approved updaters must be at a unique fixed point here
+            except Exception as exc:
+                state.flag(f"guard_error:{type(exc).__name__}")
+            try:
                 return super()._audit_snapshot(label)
             finally:
                 state.audit_sec += time.perf_counter() - t0
@@ -206,6 +225,8 @@ def _install(state: _State) -> None:
             state.flag("module_loader")
             return real_get_module(file_name)
         module_name = ".".join(file_name.with_suffix("").parts)
+        if onepass_rules.module_name_reason(module_name):
+            state.flag(onepass_rules.module_name_reason(module_name))
         warnings.filterwarnings("default", category=DeprecationWarning, module=module_name)
         spec = importlib.util.spec_from_file_location(module_name, file_name)
         if not isinstance(spec, importlib.machinery.ModuleSpec):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from prism_fast.audit import onepass_rules
+
 SAFE_IMPORTS = frozenset({
     "manim", "numpy", "math", "cmath", "random", "itertools", "functools", "collections", "typing", "string",
     "dataclasses", "enum", "fractions", "decimal", "copy", "re", "operator", "statistics", "colorsys",
@@ -56,13 +58,18 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         if reason not in reasons:
             reasons.append(reason)
 
-    statement_calls = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    # constructs decided by a precise rule (onepass_rules): exempt nodes, never-run branches, updater bodies
+    rules = onepass_rules.analyse(tree) if isinstance(tree, ast.Module) else onepass_rules.Analysis()
+    exempt = rules.exempt
+    statement_calls = {id(n.value) for n in onepass_rules.walk(tree, rules.skip) if isinstance(n, ast.Expr)}
     remove_funcs = set()
-    for node in ast.walk(tree):
+    for node in onepass_rules.walk(tree, rules.skip):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "remove":
             if id(node) in statement_calls:
                 remove_funcs.add(id(node.func))
-    for node in ast.walk(tree):
+    for node in onepass_rules.walk(tree, rules.skip):
+        if id(node) in exempt:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in SAFE_IMPORTS:
@@ -95,5 +102,7 @@ def _static_reasons(tree: ast.AST) -> list[str]:
             add("repr_format")  # "%r" % group, "{!r}".format(group)
         if isinstance(node, ast.Attribute) and node.attr in ("_os", "sys", "_sys", "ctypeslib", "builtins", "modules"):
             add(f"attr:{node.attr}")  # module internals reaching os/sys from an allowed import
+    for reason in rules.reasons:  # why an updater was not approved (its add_updater/always_redraw stays flagged)
+        add(reason)
     return reasons
 

@@ -170,7 +170,7 @@ def test_static_rule():
         "c = CENTER": "name:CENTER",
         "config.frame_rate = 30": "name:config",
         "t = self.renderer.time": "attr:renderer",
-        "d = always_redraw(lambda: Dot())": "name:always_redraw",
+        "d = always_redraw(lambda: Text(str(t.get_value())))": "name:always_redraw",
         "m.add_updater(f)": "attr:add_updater",
         "self.wait_until(lambda: True)": "attr:wait_until",
         "n = mob.name": "attr:name",

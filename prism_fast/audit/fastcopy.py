@@ -1,0 +1,189 @@
+"""``Mobject.copy`` without the cost of the generic ``copy.deepcopy`` walk (issue #19 deliverable 3).
+
+Profiles of the separate audit on updater scenes (``always_redraw``, ``DecimalNumber`` under a ``ValueTracker``)
+spend 30-50 % of the audit in ``copy.deepcopy``: manim copies a mobject on every ``become``, every
+``DecimalNumber.set_value`` (one cached glyph copy per character) and every Tex/SVG build (a copy of the cached
+parse), at 60 frames per second. Most of that time is the pure-Python dispatch of ``copy.deepcopy`` itself,
+called once per float of the thousands of ``svgelements`` points an SVG mobject keeps.
+
+:func:`deepcopy` below is the standard library's algorithm (Python 3.11 ``copy.deepcopy`` and ``_reconstruct``),
+step for step, with the same memo and keep-alive bookkeeping and the same object graph as result: the same
+types, values, sharing and ``__dict__`` key order. It only takes shorter paths: atomic values (exactly the
+types ``copy`` itself treats as atomic) return before any memo lookup (they are never memoised, and every id in
+a memo belongs to a live original, so the lookup could not hit), and ``list``/``dict``/``tuple``/``__deepcopy__``
+/``__reduce_ex__`` objects are handled inline instead of through the dispatch table. Anything it does not
+recognise goes to ``copy.deepcopy`` itself. :func:`install` makes ``Mobject.__deepcopy__`` (manim 0.19.0's,
+unchanged otherwise) copy its attributes with it; tests/audit/test_audit_fastcopy.py compares the copies of
+many mobjects, node by node, with the standard library's.
+
+One deliberate difference, ``share_svg_paths`` (the audit child turns it on unless the script's text names
+``path_obj``): every glyph of a Tex/Text/SVG mobject is a ``VMobjectFromSVGPath`` that keeps the parsed
+``svgelements.Path`` it was built from (``path_obj``, thousands of point objects per formula). manim reads it
+only while building that mobject (``handle_commands`` from ``__init__``; construction gets a freshly parsed path)
+and never changes it afterwards, so the copy shares it instead of copying it: every other node of the copy is
+still the standard library's, and the points, styles and everything the audit reads are the copy's own.
+"""
+
+from __future__ import annotations
+
+import copy
+import copyreg
+
+_nil: list = []
+# exactly the types copy.deepcopy returns as they are (its own dispatch table decides)
+_ATOMIC = frozenset(t for t, f in copy._deepcopy_dispatch.items() if f is copy._deepcopy_atomic)
+_DISPATCH = copy._deepcopy_dispatch
+_std_deepcopy = copy.deepcopy
+MANIM_VERSION = "0.19.0"
+
+
+def _keep_alive(x, memo) -> None:
+    try:
+        memo[id(memo)].append(x)
+    except KeyError:
+        memo[id(memo)] = [x]
+
+
+def deepcopy(x, memo):
+    """``copy.deepcopy(x, memo)`` (``memo`` required), same result, shorter paths."""
+    cls = type(x)
+    if cls in _ATOMIC:
+        return x
+    d = id(x)
+    y = memo.get(d, _nil)
+    if y is not _nil:
+        return y
+    if cls is list:
+        y = []
+        memo[d] = y
+        append = y.append
+        for a in x:
+            append(a if type(a) in _ATOMIC else deepcopy(a, memo))
+    elif cls is dict:
+        y = {}
+        memo[d] = y
+        for key, value in x.items():
+            y[key if type(key) in _ATOMIC else deepcopy(key, memo)] = \
+                value if type(value) in _ATOMIC else deepcopy(value, memo)
+    elif cls is tuple:
+        ys = [deepcopy(a, memo) for a in x]
+        try:  # a member's copy may have copied this tuple already (cycles through mutable members)
+            return memo[d]
+        except KeyError:
+            pass
+        y = x
+        for k, j in zip(x, ys):
+            if k is not j:
+                y = tuple(ys)
+                break
+    elif cls in _DISPATCH:  # the standard library's own copier for the remaining dispatch types
+        y = _DISPATCH[cls](x, memo)
+    elif issubclass(cls, type):
+        y = x
+    else:
+        copier = getattr(x, "__deepcopy__", None)
+        if copier is not None:
+            y = copier(memo)
+        else:
+            reductor = copyreg.dispatch_table.get(cls)
+            if reductor:
+                rv = reductor(x)
+            else:
+                reductor = getattr(x, "__reduce_ex__", None)
+                if reductor is not None:
+                    rv = reductor(4)
+                else:
+                    reductor = getattr(x, "__reduce__", None)
+                    if reductor:
+                        rv = reductor()
+                    else:
+                        return _std_deepcopy(x, memo)  # raises copy.Error as the standard library does
+            if isinstance(rv, str):
+                y = x
+            else:
+                y = _reconstruct(x, memo, *rv)
+    if y is not x:
+        memo[d] = y
+        _keep_alive(x, memo)
+    return y
+
+
+def _reconstruct(x, memo, func, args, state=None, listiter=None, dictiter=None):
+    """``copy._reconstruct`` for a deep copy."""
+    if args:
+        args = [deepcopy(arg, memo) for arg in args]
+    y = func(*args)
+    memo[id(x)] = y
+    if state is not None:
+        state = deepcopy(state, memo)
+        if hasattr(y, "__setstate__"):
+            y.__setstate__(state)
+        else:
+            if isinstance(state, tuple) and len(state) == 2:
+                state, slotstate = state
+            else:
+                slotstate = None
+            if state is not None:
+                y.__dict__.update(state)
+            if slotstate is not None:
+                for key, value in slotstate.items():
+                    setattr(y, key, value)
+    if listiter is not None:
+        for item in listiter:
+            y.append(deepcopy(item, memo))
+    if dictiter is not None:
+        for key, value in dictiter:
+            key = deepcopy(key, memo)
+            y[key] = deepcopy(value, memo)
+    return y
+
+
+def mobject_deepcopy(self, clone_from_id):
+    """manim 0.19.0 ``Mobject.__deepcopy__`` with :func:`deepcopy` for the attributes."""
+    cls = self.__class__
+    result = cls.__new__(cls)
+    clone_from_id[id(self)] = result
+    for k, v in self.__dict__.items():
+        setattr(result, k, v if type(v) in _ATOMIC else deepcopy(v, clone_from_id))
+    result.original_id = str(id(self))
+    return result
+
+
+_SVG_PATH_CLASS: list = []  # [VMobjectFromSVGPath] once installed with shared SVG paths
+
+
+def mobject_deepcopy_sharing_svg_paths(self, clone_from_id):
+    """:func:`mobject_deepcopy`, except that a ``VMobjectFromSVGPath``'s ``path_obj`` (the parsed
+    ``svgelements.Path`` it was built from) is shared with the copy instead of copied."""
+    cls = self.__class__
+    result = cls.__new__(cls)
+    clone_from_id[id(self)] = result
+    svg_path = isinstance(self, _SVG_PATH_CLASS[0])
+    for k, v in self.__dict__.items():
+        if svg_path and k == "path_obj":
+            setattr(result, k, v)
+            continue
+        setattr(result, k, v if type(v) in _ATOMIC else deepcopy(v, clone_from_id))
+    result.original_id = str(id(self))
+    return result
+
+
+def install(meta: dict | None = None, share_svg_paths: bool = False) -> bool:
+    """Use :func:`mobject_deepcopy` (``share_svg_paths``: :func:`mobject_deepcopy_sharing_svg_paths`) for every
+    ``Mobject`` copy in this process (manim 0.19.0 only)."""
+    import manim
+    from manim.mobject.mobject import Mobject
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    if manim.__version__ != MANIM_VERSION:
+        if meta is not None:
+            meta["fastcopy"] = f"off (manim {manim.__version__}, written for {MANIM_VERSION})"
+        return False
+    if share_svg_paths:
+        _SVG_PATH_CLASS[:] = [VMobjectFromSVGPath]
+        Mobject.__deepcopy__ = mobject_deepcopy_sharing_svg_paths
+    else:
+        Mobject.__deepcopy__ = mobject_deepcopy
+    if meta is not None:
+        meta["fastcopy"] = "on, svg paths shared" if share_svg_paths else "on"
+    return True

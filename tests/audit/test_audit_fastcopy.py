@@ -1,0 +1,169 @@
+"""audit/fastcopy.py: the shorter deepcopy gives the standard library's object graph, node by node."""
+
+import copy
+
+import manim
+import numpy as np
+import pytest
+
+from prism_fast.audit import fastcopy
+
+ATOMIC = fastcopy._ATOMIC
+
+
+def _walk_ids(root) -> set:
+    seen, stack = set(), [root]
+    while stack:
+        x = stack.pop()
+        if type(x) in ATOMIC or id(x) in seen:
+            continue
+        seen.add(id(x))
+        stack.extend(_children(x))
+    return seen
+
+
+def _children(x):
+    if isinstance(x, np.ndarray):
+        return list(x.ravel()) if x.dtype == object else []
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    if isinstance(x, dict):
+        return [*x.keys(), *x.values()]
+    out = list(vars(x).values()) if hasattr(x, "__dict__") else []
+    for slot in getattr(type(x), "__slots__", ()):
+        if hasattr(x, slot):
+            out.append(getattr(x, slot))
+    return out
+
+
+def assert_same_graph(original, std, fast, shared_svg_paths: bool = False) -> int:
+    """Both copies have the same shape as each other: same types, values, key order, and sharing (with each
+    other's nodes and with the original's). With ``shared_svg_paths`` the fast copy's glyphs hold their
+    original's ``path_obj`` itself. Walks the original and both copies in parallel; returns the nodes compared."""
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    originals = _walk_ids(original)
+    a_to_b: dict = {}
+    b_to_a: dict = {}
+    stack = [(original, std, fast, "root")]
+    n = 0
+    while stack:
+        o, x, y, where = stack.pop()
+        n += 1
+        assert type(x) is type(y) is type(o), where
+        if type(x) in ATOMIC:
+            # deepcopy returns atomic values themselves; Mobject.__deepcopy__ makes a new original_id string
+            assert x is y or (type(x) is str and x == y), where
+            continue
+        if id(x) in a_to_b or id(y) in b_to_a:
+            assert a_to_b.get(id(x)) is y and b_to_a.get(id(y)) is x, f"sharing differs at {where}"
+            continue
+        a_to_b[id(x)], b_to_a[id(y)] = y, x
+        assert (id(x) in originals) == (id(y) in originals), f"one copy shares an original at {where}"
+        if id(x) in originals:
+            assert x is y is o, where
+            continue
+        if isinstance(x, np.ndarray):
+            assert (x.dtype, x.shape, x.strides) == (y.dtype, y.shape, y.strides), where
+            assert x.flags.c_contiguous == y.flags.c_contiguous and x.flags.writeable == y.flags.writeable, where
+            if x.dtype != object:
+                assert x.tobytes() == y.tobytes() == o.tobytes(), where
+                continue
+        if isinstance(x, dict):
+            assert len(x) == len(y) == len(o), where
+            for (ko, vo), (kx, vx), (ky, vy) in zip(o.items(), x.items(), y.items()):
+                stack.append((ko, kx, ky, f"{where}.key"))
+                stack.append((vo, vx, vy, f"{where}[{kx!r}]"))
+            continue
+        if hasattr(x, "__dict__") and not isinstance(x, (list, tuple)):
+            assert list(vars(x)) == list(vars(y)), where  # (the copies gain original_id)
+            ov = vars(o)
+            if shared_svg_paths and isinstance(x, VMobjectFromSVGPath):
+                assert y.path_obj is o.path_obj and x.path_obj is not o.path_obj, where
+                a_to_b[id(x.path_obj)], b_to_a[id(y.path_obj)] = y.path_obj, x.path_obj
+            for k in vars(x):
+                if not (k == "path_obj" and shared_svg_paths and isinstance(x, VMobjectFromSVGPath)):
+                    stack.append((ov.get(k, vars(x)[k]), vars(x)[k], vars(y)[k], f"{where}.{k}"))
+            for slot in getattr(type(x), "__slots__", ()):
+                if hasattr(x, slot):
+                    stack.append((getattr(o, slot), getattr(x, slot), getattr(y, slot), f"{where}.{slot}"))
+            continue
+        co, cx, cy = _children(o), _children(x), _children(y)
+        assert len(cx) == len(cy) == len(co), where
+        for i, (c, a, b) in enumerate(zip(co, cx, cy)):
+            stack.append((c, a, b, f"{where}/{type(x).__name__}:{i}"))
+    return n
+
+
+def _mobjects():
+    from manim import (Arrow, Axes, Brace, Circle, DecimalNumber, Dot, MathTex, NumberPlane, Square, Text,
+                       ValueTracker, VGroup, always_redraw)
+
+    tracker = ValueTracker(1.5)
+    square = Square()
+    shared = VGroup(square, Circle(), square)  # the same submobject twice
+    dot = Dot()
+    dot.add_updater(lambda m, dt: m.shift(dt * np.array([1.0, 0.0, 0.0])))
+    redraw = always_redraw(lambda: Circle(radius=tracker.get_value()))
+    axes = Axes(x_range=[0, 3, 1], y_range=[0, 2, 1], axis_config={"include_numbers": True})
+    return {"MathTex": MathTex(r"\int_0^1 x^2\,dx", "=", r"\frac13"), "Text": Text("Ab 中文"),
+            "DecimalNumber": DecimalNumber(3.14159, num_decimal_places=3), "Axes": axes,
+            "NumberPlane": NumberPlane(), "shared": shared, "updater": dot, "always_redraw": redraw,
+            "ValueTracker": tracker, "Arrow": Arrow(), "Brace": Brace(square), "graph": axes.plot(np.sin)}
+
+
+@pytest.fixture(scope="module")
+def mobjects(tmp_path_factory):
+    from manim import tempconfig
+
+    with tempconfig({"media_dir": str(tmp_path_factory.mktemp("media"))}):
+        yield _mobjects()
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["exact", "shared_svg_paths"])
+def test_copies_are_the_standard_librarys(mobjects, share):
+    from manim.mobject.mobject import Mobject
+
+    real = Mobject.__deepcopy__
+    for name, mob in mobjects.items():
+        std = copy.deepcopy(mob)
+        assert fastcopy.install(share_svg_paths=share)
+        try:
+            fast = copy.deepcopy(mob)
+        finally:
+            Mobject.__deepcopy__ = real
+        assert std is not mob and fast is not mob
+        assert std.original_id == fast.original_id == str(id(mob))
+        nodes = assert_same_graph(mob, std, fast, shared_svg_paths=share)
+        assert nodes > 3, name
+
+
+def test_plain_values_and_cycles():
+    class Node:
+        def __init__(self):
+            self.items = [1.5, "s", None, (1, 2), (1, [2])]
+            self.me = self
+            self.table = {"k": np.arange(6.0).reshape(2, 3)[:, ::2], "objs": np.array([[1], None], dtype=object)}
+
+    original = {"a": Node(), "shared": [0.1]}
+    original["b"] = original["shared"]
+    original["t"] = (original["shared"], original["shared"])
+    std, fast = copy.deepcopy(original), fastcopy.deepcopy(original, {})
+    assert_same_graph(original, std, fast)
+    assert fast["a"].me is fast["a"] and fast["b"] is fast["shared"] and fast["t"][0] is fast["shared"]
+    assert fast["a"].items[3] is original["a"].items[3]  # a tuple of atoms is its own copy, as in copy.deepcopy
+
+
+def test_install_replaces_mobject_deepcopy_only_for_its_version(monkeypatch):
+    from manim.mobject.mobject import Mobject
+
+    real = Mobject.__deepcopy__
+    try:
+        meta = {}
+        monkeypatch.setattr(manim, "__version__", "0.0.1")
+        assert fastcopy.install(meta) is False and Mobject.__deepcopy__ is real
+        assert meta["fastcopy"].startswith("off")
+        monkeypatch.setattr(manim, "__version__", fastcopy.MANIM_VERSION)
+        assert fastcopy.install(meta) is True and Mobject.__deepcopy__ is fastcopy.mobject_deepcopy
+    finally:
+        Mobject.__deepcopy__ = real
