@@ -81,6 +81,11 @@ class ExecuteSchema:
     network_isolation: bool = MISSING
     cache: CacheSchema = field(default_factory=CacheSchema)
     tex_cache: CacheSchema = field(default_factory=CacheSchema)
+    schedule: str = MISSING
+
+    def __post_init__(self) -> None:
+        if self.schedule not in (MISSING, "longest_first", "input"):
+            raise ValueError(f"execute.schedule: expected longest_first or input, got {self.schedule!r}")
 
     def render_config(self, runs_root: Path):
         """The :class:`prism_fast.execute.render.RenderConfig` of these settings: sizes in the sandbox's units,

@@ -41,7 +41,18 @@ def _exec_rows(run: StageRun, jobs: list[Job]):
     status = {i.id: i.clean_status for i in run.inputs}
     empty, jobs = _no_script(run, jobs)
     delete_orphan_videos(model_output_dir(run.opts), (j.id for j in jobs))  # render_one would trust them (Q-FUNNEL-2)
-    return [no_script_row(j.lang, j.id, status[j.id]) for j in empty], jobs
+    return [no_script_row(j.lang, j.id, status[j.id]) for j in empty], scheduled(run.opts, jobs)
+
+
+def scheduled(opts: EvalOptions, jobs: list[Job]) -> list[Job]:
+    """The order renders (and separate audits) are handed out: ``execute.schedule=longest_first`` puts the
+    expected-longest first (execute/cost.py), so the end of a run keeps every worker busy; ``input`` keeps the
+    dataset order. Only the order changes, never a row."""
+    from prism_fast.execute.cost import expected_render_cost, longest_first
+
+    if opts.execute.schedule != "longest_first":
+        return list(jobs)
+    return longest_first(jobs, lambda j: expected_render_cost(j.args[0] if j.args else None))
 
 
 def onepass_args(opts: EvalOptions) -> tuple:
@@ -83,7 +94,7 @@ def _audit_rows(run: StageRun, jobs: list[Job]):
     merged = merge_left_rows(((j.lang, j.id, j.args[0]) for j in jobs), opts.audit_cfg, opts.profile,
                              str(model_output_dir(opts) / "audit"), opts.audit_cache_dir, opts.retry_failed)
     done = {r["id"] for r in merged}
-    return [no_script_row(j.lang, j.id) for j in empty] + merged, [j for j in jobs if j.id not in done]
+    return [no_script_row(j.lang, j.id) for j in empty] + merged, scheduled(opts, [j for j in jobs if j.id not in done])
 
 
 def _audit_actor(run: StageRun):
