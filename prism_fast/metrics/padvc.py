@@ -31,12 +31,13 @@ import torch
 from prism_fast.profile import REFERENCE, Profile
 from prism_fast.video.cpu_signals import make_signal_stream
 from prism_fast.video.decode import VideoFrames, probe_video
+from prism_fast.metrics.params import PADVC_FIT_EPS, PadvcParams  # noqa: F401 - PadvcParams re-exported
 from prism_fast.video.ocr import OcrSettings, SceneTextMasker, TextMasker, fill_text_mask
 from prism_kernels import dilate, event_threshold, geo_energies, segment_events, text_energies
 
 DETAIL_VERSION = 4
 SEGMENT_TEXT_THRESHOLD = 0.005
-FIT_EPS = 1e-8
+FIT_EPS = PADVC_FIT_EPS
 MIN_SIGMA = 1e-12
 GEO_BATCH = 8   # frames per energy batch (bounds memory: 8 × H × W × int32 per temporary)
 PADVC_CHUNK = 16  # decoded frames per chunk (the decode of a 60 s clip never holds more than this)
@@ -68,12 +69,6 @@ class PadvcConfig:
                 "sticky_peak_rescue": self.sticky_peak_rescue}
 
 
-@dataclass(frozen=True)
-class PadvcParams:
-    mu: float
-    sigma: float
-    eps: float = FIT_EPS
-    source: str = "paper"
 
 
 def ocr_settings_for_profile(settings: OcrSettings, profile: Profile) -> OcrSettings:

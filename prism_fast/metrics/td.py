@@ -22,66 +22,21 @@ import numpy as np
 import torch
 
 from prism_fast.profile import REFERENCE, Profile
+from prism_fast.metrics.params import (TD_FIT_SENSITIVE, TOOLKIT_DEFAULT_EPS, TOOLKIT_DEFAULT_MU,  # noqa: F401
+                                       TOOLKIT_DEFAULT_SIGMA, TDParams, check_params_for_profile,
+                                       td_params_from_json)
 from prism_fast.video.cpu_signals import Cv2FrameSignalStream, make_signal_stream
 from prism_fast.video.decode import DEFAULT_CHUNK, VideoFrames, VideoProbe, probe_video
 from prism_kernels import StreamTotals, change_ratios
 
 TD_PIXEL_THRESHOLD = 25
-# score_td.py CLI defaults = the zh fit (td.md §3); TOOLKIT_DEFAULT_EPS is the implicit eps of Q-TD-4.
-TOOLKIT_DEFAULT_MU = -3.6128059890794395
-TOOLKIT_DEFAULT_SIGMA = 0.5952279192727674
-TOOLKIT_DEFAULT_EPS = 9.807249641469183e-05
 FIT_EMPTY_EPS = 1e-8
 FIT_MIN_SIGMA = 1e-12
 
 # Closed status enum of a TD row (ours). Non-"ok" rows keep td_raw = 0.0 in reference (Q-TD-2).
 TD_STATUSES = ("ok", "no_video", "decode_failed", "zero_duration")
-# Switches that change TD_raw of the reference videos or the fit, so (μ, σ, eps) must come from a fit
-# under the same switches (README §4).
-TD_FIT_SENSITIVE = ("Q-TD-1", "Q-TD-3", "Q-EXEC-1")
 PADVC_PASSTHROUGH = ("padvc_raw", "padvc_center", "u_padvc")
 BIN_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-
-
-# --- parameters ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TDParams:
-    """Centering parameters for one language. ``fit_quirks`` is None for the paper/toolkit constants, else
-    the fit-sensitive switches that were on when they were fitted; ``source`` is recorded per row."""
-
-    mu: float
-    sigma: float
-    eps: float
-    source: str = "paper"
-    fit_quirks: frozenset[str] | None = None
-
-
-def td_params_from_json(payload: Mapping, *, profile: Profile = REFERENCE, source: str = "params_json",
-                           fit_quirks: frozenset[str] | None = None) -> TDParams:
-    """A params JSON (``mu``, ``sigma`` required). A missing ``eps`` is the CLI default 9.807e-5 in
-    reference (Q-TD-4); improved requires it."""
-    for key in ("mu", "sigma"):
-        if key not in payload:
-            raise KeyError(f"TD params: required key {key!r} missing (got keys {sorted(payload)})")
-    if "eps" in payload:
-        eps = float(payload["eps"])
-    elif profile.fixes("Q-TD-4"):  # improved: eps must be explicit
-        raise KeyError("TD params: 'eps' is required (Q-TD-4); the toolkit would silently use 9.807e-5")
-    else:  # reference: the score_td CLI default, silently in the toolkit — recorded in params_source here
-        eps = TOOLKIT_DEFAULT_EPS
-        source = f"{source}+implicit_eps"
-    return TDParams(float(payload["mu"]), float(payload["sigma"]), eps, source, fit_quirks)
-
-
-def check_params_for_profile(params: TDParams, profile: Profile) -> None:
-    """Raise when the params were fitted under other fit-sensitive switches than ``profile`` (README §4)."""
-    wanted = frozenset(q for q in TD_FIT_SENSITIVE if profile.fixes(q))
-    have = params.fit_quirks if params.fit_quirks is not None else frozenset()
-    if wanted != have:
-        raise ValueError(
-            f"TD params {params.source!r} were fitted with switches {sorted(have)} but profile "
-            f"{profile.name!r} has {sorted(wanted)} on; refit the reference answers under this profile")
 
 
 # --- TD_raw -------------------------------------------------------------------------------------------
