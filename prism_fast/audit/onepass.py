@@ -86,8 +86,9 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
         plain.update(onepass="fallback", onepass_reasons=["render_failed"],
                      manim_executions=1 + (plain.get("manim_executions") or 1))
         return plain
-    if doc is None:
-        row.update(onepass="separate", onepass_reasons=["no_side_file"], manim_executions=1)
+    if doc is None:   # nothing left, or a file without a valid seal (a script's forgery): never trusted
+        reason = "no_side_file" if watch.rejected in (None, "missing") else f"side_file_{watch.rejected}"
+        row.update(onepass="separate", onepass_reasons=[reason], manim_executions=1)
     elif doc.get("reasons"):
         row.update(onepass="separate", onepass_reasons=list(doc["reasons"]), manim_executions=1)
     else:

@@ -27,6 +27,7 @@ from prism_fast.audit import hooks, onepass_rules
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.inject import inject_names
 from prism_fast.audit.tamper import Guard
+from prism_fast.execute.observers import write_result
 from prism_fast.profile import REFERENCE
 
 AUDIT_PIXELS = (1920, 1080)  # the audit run's canvas: manim's default (high) quality, never changed there
@@ -86,7 +87,7 @@ def install(request: dict, context: dict) -> None:
     ``context``: the render's ``out_file`` and selected ``scene``."""
     global _STATE
     t0 = time.perf_counter()
-    _STATE = state = _State({"side_file": context["out_file"], "scene": context["scene"],
+    _STATE = state = _State({"side_file": context["out_file"], "seal": context.get("seal"), "scene": context["scene"],
                              "audit_cfg": request.get("audit_cfg", {})})
     import atexit
 
@@ -319,8 +320,7 @@ def _write_side_file() -> None:
             state.flag("no_report")
         doc = {"reasons": state.reasons, "audited_scenes": state.audited, "report": report,
                "audit_sec": round(state.audit_sec, 6), "engine": hooks._ENGINE_TOTALS.as_dict()}
-        with open(state.req["side_file"], "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, ensure_ascii=False)
+        write_result({"out_file": state.req["side_file"], "seal": state.req["seal"]}, doc)  # sealed (observers.py)
     except Exception:  # the render's exit must not change
         pass
 

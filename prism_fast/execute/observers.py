@@ -7,10 +7,20 @@ An :class:`Observer` names a child half by an ``entry`` string, ``"package.modul
 prefork worker's forked child (``worker.py``) calls :func:`install_from_env` right before manim's CLI
 ``main()``, which removes the variable (the script never sees it), imports each entry's module and calls
 ``function(request, context)`` with ``context = {"out_file": <path>, "scene": <scene class>}``. The child half
-must only observe (never change what the render does) and may leave one JSON object in ``out_file`` (its
-process's exit is the usual moment: ``atexit``). After the child is gone and before the sample's scratch
-directory is removed, :func:`collect_results` reads every observer's file into :attr:`Observer.result` (``None`` when it
-left nothing readable). Whether and how a result is used is the caller's business.
+must only observe (never change what the render does) and may leave one JSON object through
+:func:`write_result` (its process's exit is the usual moment: ``atexit``). After the child is gone and before the
+sample's scratch directory is removed, :func:`collect_results` reads every observer's file into
+:attr:`Observer.result` (``None`` when it left nothing usable, with :attr:`Observer.rejected` saying why). Whether
+and how a result is used is the caller's business.
+
+Sealed results: the script runs in the same process as the child half and may write files in its own scratch
+directory, including a forged result file, and then end without the child half's exit handler (a crash, a
+signal). So every request carries a fresh random key (``context["seal"]``, made in the parent for this render
+only, handed over in the environment variable the child removes before the script runs); :func:`write_result`
+stores the result with its HMAC-SHA256 under that key, and :func:`collect_results` accepts only a file whose tag
+verifies. A script would need the key, which lives only in the trusted child half's memory (reaching it needs
+introspection that the callers' static rules refuse, e.g. the one-pass rule's dunder, ``getattr``/``vars`` and
+import checks).
 
 Observers run only where the render child is the prefork worker's (backend ``prefork``); the caller decides
 that (``render.backend_name``). An entry that fails to import or to install leaves no file (``result`` stays
@@ -19,10 +29,13 @@ that (``render.backend_name``). An entry that fails to import or to install leav
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib
 import json
 import os
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +51,8 @@ class Observer:
     entry: str  # "package.module:function" of trusted code, importable in the render child
     request: dict = field(default_factory=dict)
     result: dict | None = None
+    rejected: str | None = None  # why no result was taken: missing | unreadable | unsealed | seal_mismatch
+    seal: str = field(default_factory=lambda: secrets.token_hex(32), repr=False)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -57,24 +72,45 @@ def child_env(observers, work: Path, scene: str) -> dict:
     if not observers:
         return {}
     specs = [{"entry": o.entry, "request": o.request,
-              "context": {"out_file": str(out_file(work, o)), "scene": scene}} for o in observers]
+              "context": {"out_file": str(out_file(work, o)), "scene": scene, "seal": o.seal}} for o in observers]
     return {ENV: json.dumps(specs)}
 
 
-def read_result(path: Path) -> dict | None:
-    """A JSON object left by a child half, else None (missing, unreadable, not JSON, not an object)."""
+def _tag(seal: str, body: str) -> str:
+    return hmac.new(bytes.fromhex(seal), body.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def write_result(context: dict, doc: dict) -> None:
+    """Child side: leave ``doc`` (a JSON object) as this observer's sealed result in ``context["out_file"]``."""
+    body = json.dumps(doc, ensure_ascii=False)
+    with open(context["out_file"], "w", encoding="utf-8") as fh:
+        json.dump({"body": body, "tag": _tag(context["seal"], body)}, fh)
+
+
+def read_result(path: Path, seal: str) -> tuple[dict | None, str | None]:
+    """``(result, None)`` for a sealed JSON object under ``seal``, else ``(None, why)``."""
     try:
         with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            outer = json.load(fh)
+    except FileNotFoundError:
+        return None, "missing"
     except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+        return None, "unreadable"
+    if not isinstance(outer, dict) or not isinstance(outer.get("body"), str) or not isinstance(outer.get("tag"), str):
+        return None, "unsealed"
+    if not hmac.compare_digest(outer["tag"], _tag(seal, outer["body"])):
+        return None, "seal_mismatch"
+    try:
+        doc = json.loads(outer["body"])
+    except ValueError:
+        return None, "unreadable"
+    return (doc, None) if isinstance(doc, dict) else (None, "unreadable")
 
 
 def collect_results(observers, work: Path) -> None:
-    """Parent side, after the render's process is gone: set every observer's ``result``."""
+    """Parent side, after the render's process is gone: set every observer's ``result`` (sealed results only)."""
     for observer in observers:
-        observer.result = read_result(out_file(work, observer))
+        observer.result, observer.rejected = read_result(out_file(work, observer), observer.seal)
 
 
 def install_from_env() -> None:

@@ -152,14 +152,14 @@ def options_from_config(cfg) -> EvalOptions:
 
 
 def _td_params(cfg) -> dict:
-    from prism_fast.metrics.td import TDParams
+    from prism_fast.metrics.params import TDParams
 
     return {lang: TDParams(float(p.td.mu), float(p.td.sigma), float(p.td.eps), source=str(p.get("source", "paper")))
             for lang, p in cfg.lang.params.items()}
 
 
 def _padvc_params(cfg) -> dict:
-    from prism_fast.metrics.padvc import PadvcParams
+    from prism_fast.metrics.params import PadvcParams
 
     return {lang: PadvcParams(float(p.padvc.mu), float(p.padvc.sigma), float(p.padvc.eps), str(p.get("source", "paper")))
             for lang, p in cfg.lang.params.items()}

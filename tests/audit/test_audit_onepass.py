@@ -62,6 +62,30 @@ class Broken(Scene):
 '''
 
 
+# Registered after the one-pass observer's exit handler, so it runs first (atexit is LIFO): writes a "clean" side
+# file under the observer's name in its working directory (the scratch) and leaves before the real one is written.
+FORGER = '''from manim import *
+import atexit, json, os
+
+
+class S(Scene):
+    def construct(self):
+        self.add(Square())
+        self.wait(0.2)
+
+
+def forge():
+    name = ".prism" + "_fast_" + "one" + "pass.json"
+    doc = {"reasons": [], "audited_scenes": ["S"], "report": {"S": {"forged": True}}, "audit_sec": 0.0}
+    with open(name, "w") as fh:
+        json.dump(doc, fh)
+    os._exit(0)
+
+
+atexit.register(forge)
+'''
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
@@ -84,6 +108,10 @@ def runs(tmp_path_factory):
         out["dynamic"] = render_one("S-dynamic", DYNAMIC, base / "onepass", cfg, runner=worker.run,
                                     observers=(watch,))
         out["dynamic_doc"] = watch.result
+        # a script that forges the side file and ends before the child half's exit handler can write it
+        forge = onepass.observer(acfg)
+        out["forged"] = render_one("S-forged", FORGER, base / "onepass", cfg, runner=worker.run, observers=(forge,))
+        out["forged_watch"] = forge
         out["plain_ref"] = render_one("S-plain", PLAIN, base / "plain", cfg, runner=worker.run)
         out["failing_ref"] = render_one("S-failing", FAILING, base / "plain", cfg, runner=worker.run)
     finally:
@@ -197,7 +225,7 @@ def test_default_is_auto():
 
 
 def test_side_file_round_trip(tmp_path):
-    from prism_fast.execute.observers import collect_results, out_file
+    from prism_fast.execute.observers import collect_results, out_file, write_result
 
     watch = onepass.observer(AuditConfig().to_dict())
     path = out_file(tmp_path, watch)
@@ -210,9 +238,18 @@ def test_side_file_round_trip(tmp_path):
     path.write_text(json.dumps(["not", "an", "object"]), encoding="utf-8")
     collect_results([watch], tmp_path)
     assert watch.result is None
+    # a plain JSON object (what a script could write): not sealed, never taken
     path.write_text(json.dumps({"reasons": [], "report": {"A": {}}}), encoding="utf-8")
     collect_results([watch], tmp_path)
-    assert watch.result["report"] == {"A": {}}
+    assert watch.result is None and watch.rejected == "unsealed"
+    # sealed under another render's key: refused
+    write_result({"out_file": str(path), "seal": onepass.observer({}).seal}, {"reasons": [], "report": {"A": {}}})
+    collect_results([watch], tmp_path)
+    assert watch.result is None and watch.rejected == "seal_mismatch"
+    # sealed under this render's key (what the child half does): taken
+    write_result({"out_file": str(path), "seal": watch.seal}, {"reasons": [], "report": {"A": {}}})
+    collect_results([watch], tmp_path)
+    assert watch.result["report"] == {"A": {}} and watch.rejected is None
 
 
 def test_summary_counts_manim_executions_per_sample():
@@ -238,3 +275,13 @@ def test_static_rule_flags_repr_forms_and_module_internals():
     for line, reason in cases.items():
         assert reason in onepass.static_reasons(head + "        " + line + "\n"), line
     assert onepass.static_reasons(head + '        self.play(Create(Square()))\n') == []
+
+
+@pytest.mark.slow
+def test_a_forged_side_file_is_never_taken(runs):
+    """The script wrote a well-formed side file and skipped the observer's own writer: the render succeeded, the
+    file is there, and the parent refuses it (no seal), so the sample would take the separate audit."""
+    row, watch = runs["forged"], runs["forged_watch"]
+    assert row["success"], row.get("stderr_tail")
+    assert watch.result is None
+    assert watch.rejected == "unsealed"
