@@ -9,6 +9,8 @@ blocks, imports outside a short list, reflection, ...). Pure: text in, reasons o
 from __future__ import annotations
 
 import ast
+import string
+import sys
 
 from prism_fast.audit import onepass_rules
 
@@ -35,6 +37,48 @@ FLAG_ATTRS = frozenset({
     "_full_id", "frame_width", "frame_height", "match_updaters", "always",
 })
 FLAG_KEYWORDS = frozenset({"code_file", "file_name", "stop_condition"})
+# Reflection without a dunder or a flagged name. The render child runs the trusted observer (its state, the
+# result's seal) in the script's process, so a script that reaches the observer's module can read the seal or
+# rewrite the report. Three routes are refused:
+# * a module hop: an attribute named like a standard-library module outside SAFE_IMPORTS (manim's and numpy's
+#   modules import ``inspect``, ``os``, ``sys``, ``gc``, ...: ``manim.utils.module_ops.inspect.getmodule(...)``);
+#   ``array`` is exempt (``np.array``; the ``array`` module gives no reflection);
+# * frame, generator, traceback and code internals (``gen.gi_frame.f_back.f_globals``);
+# * attribute access by a string the AST does not show: ``operator.attrgetter``/``methodcaller``,
+#   ``str.format`` with a field that reads an attribute or an item (``"{0.x}"``, ``"{0[k]}"``) or on a format
+#   string that is not a literal, ``format_map``, ``string.Formatter``, and string annotations (evaluated by
+#   ``typing.get_type_hints`` and ``functools.singledispatch``).
+MODULE_ATTRS = frozenset(getattr(sys, "stdlib_module_names", ())) - SAFE_IMPORTS - {"array"}
+FRAME_ATTRS = frozenset({
+    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin", "ag_frame", "ag_code",
+    "ag_await", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
+    "co_code", "co_consts", "co_names", "cell_contents",
+})
+STRING_ACCESS = frozenset({"attrgetter", "methodcaller", "format_map", "Formatter", "get_type_hints", "ForwardRef",
+                           "get_annotations", "getclosurevars"})
+
+
+def _format_reads_attributes(template: str) -> bool:
+    """Whether a ``str.format`` template reads an attribute or an item of an argument (``{0.x}``, ``{a[k]}``)."""
+    try:
+        fields = [f for _, f, spec, _ in string.Formatter().parse(template) if f is not None]
+        specs = [spec for _, f, spec, _ in string.Formatter().parse(template) if spec]
+    except ValueError:
+        return True
+    return any("." in f or "[" in f for f in fields) or any(_format_reads_attributes(s) for s in specs)
+
+
+def _annotations(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if arg is not None and arg.annotation is not None:
+                    yield arg.annotation
+            if getattr(node, "returns", None) is not None:
+                yield node.returns
+        elif isinstance(node, ast.AnnAssign):
+            yield node.annotation
 
 
 def static_reasons(source: str) -> list[str]:
@@ -79,6 +123,11 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("relative_import")
             elif (node.module or "").split(".")[0] not in SAFE_IMPORTS:
                 add(f"import:{node.module}")
+            for alias in node.names:  # `from manim.utils.module_ops import inspect`, `from operator import attrgetter`
+                if alias.name in MODULE_ATTRS or alias.name.lstrip("_") in MODULE_ATTRS:
+                    add(f"module_attr:{alias.name}")
+                elif alias.name in STRING_ACCESS or alias.name in FRAME_ATTRS:
+                    add(f"string_access:{alias.name}")
         elif isinstance(node, ast.Name):
             if node.id in FLAG_NAMES:
                 add(f"name:{node.id}")
@@ -102,6 +151,22 @@ def _static_reasons(tree: ast.AST) -> list[str]:
             add("repr_format")  # "%r" % group, "{!r}".format(group)
         if isinstance(node, ast.Attribute) and node.attr in ("_os", "sys", "_sys", "ctypeslib", "builtins", "modules"):
             add(f"attr:{node.attr}")  # module internals reaching os/sys from an allowed import
+        if isinstance(node, ast.Attribute) and (node.attr in MODULE_ATTRS or node.attr.lstrip("_") in MODULE_ATTRS):
+            add(f"module_attr:{node.attr}")  # a module hop from an allowed import (see MODULE_ATTRS)
+        elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
+            add(f"attr:{node.attr}")
+        if (isinstance(node, ast.Name) and node.id in STRING_ACCESS) or (
+                isinstance(node, ast.Attribute) and node.attr in STRING_ACCESS):
+            add(f"string_access:{node.id if isinstance(node, ast.Name) else node.attr}")
+        elif isinstance(node, ast.Attribute) and node.attr == "format":
+            template = node.value
+            if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
+                add("string_access:format")  # a template the rule cannot read
+            elif _format_reads_attributes(template.value):
+                add("string_access:format_field")
+    for annotation in _annotations(tree):
+        if any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(annotation)):
+            add("string_annotation")  # typing.get_type_hints / functools.singledispatch evaluate it
     for reason in rules.reasons:  # why an updater was not approved (its add_updater/always_redraw stays flagged)
         add(reason)
     return reasons

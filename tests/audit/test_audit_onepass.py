@@ -86,6 +86,31 @@ atexit.register(forge)
 '''
 
 
+# A failing layout (overlap) whose script reaches the one-pass observer's module without a dunder or a flagged name
+# (manim's module_ops imports inspect), steals the result's seal, leaves a sealed "clean" report and sends the
+# trusted writer elsewhere. The static rule must refuse it (module hop), so it never shares its render.
+REFLECTS = '''from manim import *
+import manim.utils.module_ops as mo
+
+
+class Overlap(Scene):
+    def construct(self):
+        a = Square(side_length=3, fill_opacity=0.8, color=BLUE)
+        b = Square(side_length=3, fill_opacity=0.8, color=RED).shift(RIGHT * 0.5)
+        self.play(FadeIn(a), FadeIn(b))
+        self.wait(0.2)
+
+
+members = dict(mo.inspect.getmembers(mo.inspect.getmodule(mo.get_module)))
+st = members.get("_STATE")
+if st is not None:
+    doc = {"reasons": [], "audited_scenes": ["Overlap"], "audit_sec": 0.0, "engine": None,
+           "report": {"Overlap": {"Segment_0": {"out_of_bounds": [], "overlaps": [], "leaks": []}}}}
+    members["write_result"]({"out_file": st.req["side_file"], "seal": st.req["seal"]}, doc)
+    st.req["side_file"] = st.req["side_file"] + ".elsewhere"
+'''
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
@@ -98,7 +123,7 @@ def runs(tmp_path_factory):
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)  # (test_textboxes.py renders one pass without)
     out = {}
     try:
-        for name, script in (("plain", PLAIN), ("failing", FAILING),
+        for name, script in (("plain", PLAIN), ("failing", FAILING), ("reflects", REFLECTS),
                              ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
             out[name] = render_with_onepass(f"S-{name}", script, base / "onepass", cfg, REFERENCE, None, worker.run,
                                             acfg)
@@ -118,6 +143,7 @@ def runs(tmp_path_factory):
         worker.close()
     out["base"] = base
     out["plain_audit"] = audit_one("S-plain", PLAIN, base / "audit_only", AuditConfig())
+    out["reflects_audit"] = audit_one("S-reflects", REFLECTS, base / "audit_only", AuditConfig())
     out["traced_audit"] = audit_one("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"),
                                     base / "audit_only", AuditConfig())
     return out
@@ -178,6 +204,17 @@ def test_runtime_guards_catch_an_updater_and_a_canvas_dependent_text(runs):
 
 
 @pytest.mark.slow
+def test_script_reaching_the_observer_by_reflection_never_shares_its_render(runs):
+    row = runs["reflects"]
+    assert row["success"], row["error"]
+    assert row["onepass"] == "ineligible" and "_onepass_audit" not in row
+    assert "module_attr:inspect" in row["onepass_reasons"]
+    # the separate audit (what the sample gets) fails the overlap the forged report would have hidden
+    assert runs["reflects_audit"]["visual_structure_pass"] == 0
+    assert runs["reflects_audit"]["visual_issue_breakdown"]["overlaps"] == 1
+
+
+@pytest.mark.slow
 def test_failed_one_pass_render_is_rendered_again_without_observers(runs):
     row, ref = runs["failing"], runs["failing_ref"]
     assert row["onepass"] == "fallback" and row["manim_executions"] == 2 and not row["success"]
@@ -203,11 +240,27 @@ def test_static_rule():
         "self.wait_until(lambda: True)": "attr:wait_until",
         "n = mob.name": "attr:name",
         "v = getattr(m, 'x')": "name:getattr",
+        # reflection without a dunder: module hops, frames, attribute access by string, evaluated annotations
+        "import manim.utils.module_ops as mo\nm = mo.inspect.getmodule(mo.get_module)": "module_attr:inspect",
+        "from manim.mobject.mobject import inspect": "module_attr:inspect",
+        "p = np.lib.os.getcwd()": "module_attr:os",
+        "g = (i for i in r)\nf = g.gi_frame.f_back": "attr:gi_frame",
+        "import operator\ng = operator.attrgetter('_' * 2 + 'globals' + '_' * 2)(Scene.play)": "string_access:attrgetter",
+        "from operator import methodcaller as mc": "string_access:methodcaller",
+        "s = '{0.play.x}'.format(Scene)": "string_access:format_field",
+        "s = '{0[k]}'.format(d)": "string_access:format_field",
+        "s = template.format(Scene)": "string_access:format",
+        "s = string.Formatter().get_field('0.x', [Scene], {})": "string_access:Formatter",
+        "def f(x: 'mo.inspect'):\n    pass": "string_annotation",
+        "h = typing.get_type_hints(f)": "string_access:get_type_hints",
     }
     for code, reason in cases.items():
         assert reason in onepass.static_reasons(code), code
     assert onepass.static_reasons("def f(:\n") == ["syntax_error"]
     assert onepass.static_reasons("self.remove(a)\nitems.remove(3)") == []
+    # ordinary forms stay eligible: numpy arrays, literal templates without field access, real annotations
+    assert onepass.static_reasons("a = np.array([1, 2])\ns = '{:.2f} {}'.format(x, y)\n"
+                                  "def f(x: int) -> list:\n    return [x]") == []
 
 
 def test_plan_reasons_switch_profile_backend_and_images():
