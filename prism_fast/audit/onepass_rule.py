@@ -54,6 +54,16 @@ FRAME_ATTRS = frozenset({
     "ag_await", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
     "co_code", "co_consts", "co_names", "cell_contents",
 })
+# Names under which the allowed modules' own attributes hand out an evaluator, an importer, a process or a file
+# (``enum.bltns`` is ``builtins``, ``manim.utils.file_ops.sp`` is ``subprocess``, scipy's ``import_module``
+# reachable from ``manim.utils.simple_functions``, numpy's ``_datasource._open``), and the reflective builtins as
+# attributes (``bltns.getattr``). tests/audit/test_audit_onepass.py walks every module reachable from the allowed
+# imports through names this rule accepts and checks that none of these is reached.
+REACH_ATTRS = frozenset({
+    "bltns", "sp", "import_module", "reload", "module_from_spec", "exec_module", "load_module", "run_path",
+    "run_module", "Popen", "_open", "eval", "exec", "getattr", "setattr", "delattr", "globals", "locals", "vars",
+    "breakpoint",
+})
 STRING_ACCESS = frozenset({"attrgetter", "methodcaller", "format_map", "Formatter", "get_type_hints", "ForwardRef",
                            "get_annotations", "getclosurevars"})
 
@@ -126,7 +136,7 @@ def _static_reasons(tree: ast.AST) -> list[str]:
             for alias in node.names:  # `from manim.utils.module_ops import inspect`, `from operator import attrgetter`
                 if alias.name in MODULE_ATTRS or alias.name.lstrip("_") in MODULE_ATTRS:
                     add(f"module_attr:{alias.name}")
-                elif alias.name in STRING_ACCESS or alias.name in FRAME_ATTRS:
+                elif alias.name in STRING_ACCESS or alias.name in FRAME_ATTRS or alias.name in REACH_ATTRS:
                     add(f"string_access:{alias.name}")
         elif isinstance(node, ast.Name):
             if node.id in FLAG_NAMES:
@@ -153,7 +163,7 @@ def _static_reasons(tree: ast.AST) -> list[str]:
             add(f"attr:{node.attr}")  # module internals reaching os/sys from an allowed import
         if isinstance(node, ast.Attribute) and (node.attr in MODULE_ATTRS or node.attr.lstrip("_") in MODULE_ATTRS):
             add(f"module_attr:{node.attr}")  # a module hop from an allowed import (see MODULE_ATTRS)
-        elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
+        elif isinstance(node, ast.Attribute) and (node.attr in FRAME_ATTRS or node.attr in REACH_ATTRS):
             add(f"attr:{node.attr}")
         if (isinstance(node, ast.Name) and node.id in STRING_ACCESS) or (
                 isinstance(node, ast.Attribute) and node.attr in STRING_ACCESS):

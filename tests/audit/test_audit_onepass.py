@@ -253,6 +253,8 @@ def test_static_rule():
         "s = string.Formatter().get_field('0.x', [Scene], {})": "string_access:Formatter",
         "def f(x: 'mo.inspect'):\n    pass": "string_annotation",
         "h = typing.get_type_hints(f)": "string_access:get_type_hints",
+        "import enum\ng = enum.bltns.getattr(Scene.play, 'x')": "attr:bltns",  # enum's alias of builtins
+        "p = manim.utils.file_ops.sp.Popen(['true'])": "attr:sp",
     }
     for code, reason in cases.items():
         assert reason in onepass.static_reasons(code), code
@@ -338,3 +340,56 @@ def test_a_forged_side_file_is_never_taken(runs):
     assert row["success"], row.get("stderr_tail")
     assert watch.result is None
     assert watch.rejected == "unsealed"
+
+
+def test_static_rule_leaves_no_module_route_to_an_evaluator_importer_or_frames():
+    """Walk every module reachable from the allowed imports (manim, numpy, the short list) through attribute names
+    the static rule accepts: none hands out builtins/os/sys/inspect/gc/importlib/subprocess/ctypes/... or one of
+    their evaluators, importers, frame getters, process starters or ``open``. A new manim/numpy/scipy version that
+    opens such a route fails here (add the name to onepass_rule.REACH_ATTRS)."""
+    import builtins
+    import gc
+    import importlib
+    import inspect
+    import subprocess
+    import sys
+    import types
+
+    import manim
+    import numpy
+
+    from prism_fast.audit import onepass_rule
+
+    danger_modules = {"builtins", "os", "posix", "sys", "inspect", "gc", "importlib", "subprocess", "ctypes", "types",
+                      "io", "pathlib", "shutil", "atexit", "signal", "threading", "_thread", "code", "codeop", "runpy",
+                      "pickle", "marshal", "socket", "pdb", "traceback", "linecache", "tempfile", "weakref"}
+    danger = {id(f) for f in (builtins.eval, builtins.exec, builtins.getattr, builtins.setattr, builtins.vars,
+                              builtins.globals, builtins.open, builtins.compile, builtins.__import__, sys._getframe,
+                              importlib.import_module, importlib.reload, inspect.currentframe, gc.get_objects,
+                              gc.get_referrers, subprocess.Popen)}
+    roots = [manim, numpy] + [importlib.import_module(m) for m in sorted(onepass_rule.SAFE_IMPORTS - {"__future__"})]
+    accepted: dict[str, bool] = {}
+
+    def accepts(name: str) -> bool:
+        if name not in accepted:
+            accepted[name] = not name.startswith("__") and onepass_rule.static_reasons(f"x.{name}") == []
+        return accepted[name]
+
+    seen = {id(m) for m in roots}
+    queue = [(m, m.__name__) for m in roots]
+    leaks = []
+    while queue:
+        module, path = queue.pop()
+        for name, value in list(vars(module).items()):
+            if not accepts(name):
+                continue
+            if id(value) in danger:
+                leaks.append(f"{path}.{name}")
+            elif isinstance(value, types.ModuleType):
+                if value.__name__.split(".")[0] in danger_modules:
+                    leaks.append(f"{path}.{name} -> {value.__name__}")
+                elif id(value) not in seen:
+                    seen.add(id(value))
+                    queue.append((value, f"{path}.{name}"))
+    assert len(seen) > 100  # the walk really went through manim's and numpy's modules
+    assert leaks == []
