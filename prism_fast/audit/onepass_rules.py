@@ -179,10 +179,36 @@ def _is_main_test(test: ast.AST) -> str | None:
     return None
 
 
+def _binds_module_name(tree: ast.AST) -> bool:
+    """Whether any statement of the script (skipped branches included) can bind ``__name__``: an assignment or
+    loop/with/except/walrus target, a def or class of that name, an import alias, a ``global`` of it."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "__name__":
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == "__name__":
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and "__name__" in node.names:
+            return True
+        if isinstance(node, ast.ExceptHandler) and node.name == "__name__":
+            return True
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == "__name__":
+            return True
+        if isinstance(node, ast.MatchMapping) and node.rest == "__name__":
+            return True
+    return False
+
+
 def analyse(tree: ast.Module) -> Analysis:
     out = Analysis()
-    # module-level `if __name__ == "__main__":` -- the branch that runs in neither execution is skipped
-    for stmt in tree.body:
+    # module-level `if __name__ == "__main__":` -- the branch that runs in neither execution is skipped, unless the
+    # script binds `__name__` itself (`class __name__(metaclass=EqualsAnything)` makes the test true in both
+    # executions and the skipped branch would run unchecked)
+    rebinds = _binds_module_name(tree)
+    if rebinds:
+        out.reasons.append("binds:__name__")
+    for stmt in tree.body if not rebinds else ():
         if isinstance(stmt, ast.If):
             kind = _is_main_test(stmt.test)
             if kind is None:

@@ -111,6 +111,45 @@ if st is not None:
 '''
 
 
+# The same forgery hidden in the `if __name__ == "__main__":` branch the static rule skips as never run: a class
+# named `__name__` whose metaclass equals anything makes the test true in both executions.
+MAIN_REBOUND = '''from manim import *
+
+
+class Overlap(Scene):
+    def construct(self):
+        a = Square(side_length=3, fill_opacity=0.8, color=BLUE)
+        b = Square(side_length=3, fill_opacity=0.8, color=RED).shift(RIGHT * 0.5)
+        self.play(FadeIn(a), FadeIn(b))
+        self.wait(0.2)
+
+
+class Always(type):
+    def __eq__(cls, other):
+        return True
+
+
+class __name__(metaclass=Always):
+    pass
+
+
+if __name__ == "__main__":
+    __name__ = Overlap.__module__
+    g = getattr(Scene.play, "__globals__")
+    if "_STATE" in g:
+        real = g["write_result"]
+
+        def clean(ctx, doc):
+            for scene in (doc.get("report") or {}).values():
+                for seg in scene.values():
+                    seg["overlaps"] = []
+            doc["reasons"] = []
+            real(ctx, doc)
+
+        g["write_result"] = clean
+'''
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
@@ -123,7 +162,7 @@ def runs(tmp_path_factory):
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)  # (test_textboxes.py renders one pass without)
     out = {}
     try:
-        for name, script in (("plain", PLAIN), ("failing", FAILING), ("reflects", REFLECTS),
+        for name, script in (("plain", PLAIN), ("failing", FAILING), ("reflects", REFLECTS), ("main_rebound", MAIN_REBOUND),
                              ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
             out[name] = render_with_onepass(f"S-{name}", script, base / "onepass", cfg, REFERENCE, None, worker.run,
                                             acfg)
@@ -143,6 +182,7 @@ def runs(tmp_path_factory):
         worker.close()
     out["base"] = base
     out["plain_audit"] = audit_one("S-plain", PLAIN, base / "audit_only", AuditConfig())
+    out["main_rebound_audit"] = audit_one("S-main", MAIN_REBOUND, base / "audit_only", AuditConfig())
     out["reflects_audit"] = audit_one("S-reflects", REFLECTS, base / "audit_only", AuditConfig())
     out["traced_audit"] = audit_one("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"),
                                     base / "audit_only", AuditConfig())
@@ -212,6 +252,15 @@ def test_script_reaching_the_observer_by_reflection_never_shares_its_render(runs
     # the separate audit (what the sample gets) fails the overlap the forged report would have hidden
     assert runs["reflects_audit"]["visual_structure_pass"] == 0
     assert runs["reflects_audit"]["visual_issue_breakdown"]["overlaps"] == 1
+
+
+@pytest.mark.slow
+def test_script_rebinding_name_gets_no_unchecked_main_branch(runs):
+    row = runs["main_rebound"]
+    assert row["success"], row["error"]
+    assert row["onepass"] == "ineligible" and "_onepass_audit" not in row
+    assert "binds:__name__" in row["onepass_reasons"]
+    assert runs["main_rebound_audit"]["visual_issue_breakdown"]["overlaps"] == 1
 
 
 @pytest.mark.slow
