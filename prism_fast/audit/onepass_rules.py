@@ -9,7 +9,8 @@ canvas (the ``-ql`` render) as at 60 fps on 1920x1080 (the audit)? This module a
   and the dotted file path in manim's CLI loader (never ``"__main__"``: checked at run time by
   :func:`module_name_reason`), so the test is false in both and the body never runs in either: the body is not
   analysed at all and the ``else`` branch is (it runs in both). ``!=`` likewise. Any other ``__name__`` use
-  stays refused (``"manim"`` vs the path).
+  stays refused (``"manim"`` vs the path). The skip needs a script that binds ``__name__`` nowhere
+  (``binds:__name__``: a ``class __name__`` whose metaclass equals anything would make the test true).
 * ``__all__ = [...]``: a plain binding of a module global, read by nobody in either execution (manim has no
   ``__all__``, spec §3 step 4). Reads of ``__all__`` stay refused.
 * ``X.__init__(...)`` / ``super().__init__(...)`` called: the constructor runs the same code in both (the
