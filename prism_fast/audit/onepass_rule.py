@@ -63,7 +63,13 @@ REACH_ATTRS = frozenset({
     "bltns", "sp", "import_module", "reload", "module_from_spec", "exec_module", "load_module", "run_path",
     "run_module", "Popen", "_open", "eval", "exec", "getattr", "setattr", "delattr", "globals", "locals", "vars",
     "breakpoint",
+    # typing's forward-reference evaluators: `typing._eval_type(typing.Optional["<any expression>"], {}, {})` and
+    # `typing.get_args(...)[0]._evaluate(...)` eval a string with builtins
+    "_eval_type", "_evaluate", "evaluate_forward_ref", "_type_check", "_type_convert",
 })
+# the standard-library modules among SAFE_IMPORTS: their private names (``typing._eval_type``,
+# ``functools._lru_cache_wrapper``, ``re._compiler``, ...) are internals no scene needs
+STDLIB_SAFE = SAFE_IMPORTS - {"manim", "numpy"}
 STRING_ACCESS = frozenset({"attrgetter", "methodcaller", "format_map", "Formatter", "get_type_hints", "ForwardRef",
                            "get_annotations", "getclosurevars"})
 
@@ -121,6 +127,15 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "remove":
             if id(node) in statement_calls:
                 remove_funcs.add(id(node.func))
+    stdlib_aliases = {}  # names bound to a standard-library module of SAFE_IMPORTS (`import typing as t`)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                stdlib_aliases[bound] = alias.name.split(".")[0] in STDLIB_SAFE
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in STDLIB_SAFE:
+            for alias in node.names:
+                stdlib_aliases[alias.asname or alias.name] = True  # a submodule or any object of the module
     for node in onepass_rules.walk(tree, rules.skip):
         if id(node) in exempt:
             continue
@@ -133,6 +148,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("relative_import")
             elif (node.module or "").split(".")[0] not in SAFE_IMPORTS:
                 add(f"import:{node.module}")
+            if (node.module or "").split(".")[0] in STDLIB_SAFE and any(a.name.startswith("_") for a in node.names):
+                add(f"private:{node.module}")
             for alias in node.names:  # `from manim.utils.module_ops import inspect`, `from operator import attrgetter`
                 if alias.name in MODULE_ATTRS or alias.name.lstrip("_") in MODULE_ATTRS:
                     add(f"module_attr:{alias.name}")
@@ -161,6 +178,9 @@ def _static_reasons(tree: ast.AST) -> list[str]:
             add("repr_format")  # "%r" % group, "{!r}".format(group)
         if isinstance(node, ast.Attribute) and node.attr in ("_os", "sys", "_sys", "ctypeslib", "builtins", "modules"):
             add(f"attr:{node.attr}")  # module internals reaching os/sys from an allowed import
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and isinstance(node.value, ast.Name)
+                and stdlib_aliases.get(node.value.id)):
+            add(f"private:{node.value.id}.{node.attr}")
         if isinstance(node, ast.Attribute) and (node.attr in MODULE_ATTRS or node.attr.lstrip("_") in MODULE_ATTRS):
             add(f"module_attr:{node.attr}")  # a module hop from an allowed import (see MODULE_ATTRS)
         elif isinstance(node, ast.Attribute) and (node.attr in FRAME_ATTRS or node.attr in REACH_ATTRS):

@@ -304,6 +304,10 @@ def test_static_rule():
         "h = typing.get_type_hints(f)": "string_access:get_type_hints",
         "import enum\ng = enum.bltns.getattr(Scene.play, 'x')": "attr:bltns",  # enum's alias of builtins
         "p = manim.utils.file_ops.sp.Popen(['true'])": "attr:sp",
+        # typing evaluates forward references: an eval of any string with builtins
+        "import typing\nv = typing._eval_type(typing.Optional['(lambda: 42)()'], {}, {})": "private:typing._eval_type",
+        "import typing as t\nr = t.get_args(t.Optional['x'])[0]._evaluate({}, {}, frozenset())": "attr:_evaluate",
+        "from typing import _eval_type": "private:typing",
     }
     for code, reason in cases.items():
         assert reason in onepass.static_reasons(code), code
