@@ -87,10 +87,10 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         # issue #19: the same states, reached with less work (reports byte-identical; docs/bench_audit.md)
         stepping.install(meta)  # one update for the plays no intermediate frame can change
         try:
-            names_path_obj = "path_obj" in Path(file_path).read_text(encoding="utf-8", errors="replace")
+            share = fastcopy.may_share_svg_paths(Path(file_path).read_text(encoding="utf-8", errors="replace"))
         except OSError:
-            names_path_obj = True
-        fastcopy.install(meta, share_svg_paths=not names_path_obj)  # Mobject copies without deepcopy's dispatch
+            share = False
+        fastcopy.install(meta, share_svg_paths=share)  # Mobject copies without deepcopy's dispatch
     meta["mode"] = "full" if cfg.full_fidelity else "fast"
     tmp_root = os.environ.get("PRISM_AUDIT_TMP_ROOT") or str(Path(tempfile.gettempdir()) / "prism_auditor")
     os.makedirs(tmp_root, exist_ok=True)

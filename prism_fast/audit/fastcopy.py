@@ -16,8 +16,9 @@ recognise goes to ``copy.deepcopy`` itself. :func:`install` makes ``Mobject.__de
 unchanged otherwise) copy its attributes with it; tests/audit/test_audit_fastcopy.py compares the copies of
 many mobjects, node by node, with the standard library's.
 
-One deliberate difference, ``share_svg_paths`` (the audit child turns it on unless the script's text names
-``path_obj``): every glyph of a Tex/Text/SVG mobject is a ``VMobjectFromSVGPath`` that keeps the parsed
+One deliberate difference, ``share_svg_paths`` (the audit child turns it on only when :func:`may_share_svg_paths`:
+the script's text names no ``path_obj`` and has no reflection that could reach it by a computed name --
+``vars(glyph)["path" + "_obj"]`` mutated in a copy and rebuilt into a glyph changed the report): every glyph of a Tex/Text/SVG mobject is a ``VMobjectFromSVGPath`` that keeps the parsed
 ``svgelements.Path`` it was built from (``path_obj``, thousands of point objects per formula). manim reads it
 only while building that mobject (``handle_commands`` from ``__init__``; construction gets a freshly parsed path)
 and never changes it afterwards, so the copy shares it instead of copying it: every other node of the copy is
@@ -28,6 +29,29 @@ from __future__ import annotations
 
 import copy
 import copyreg
+
+# one-pass static reasons (audit/onepass_rule.py) that mean the script may reach an attribute by a name its text
+# does not show (reflection, evaluators, module hops, imports outside the short list): it could then mutate a
+# shared ``path_obj`` and rebuild a glyph from it, which the standard library's copies would not see
+_REFLECTION = ("name:getattr", "name:setattr", "name:delattr", "name:hasattr", "name:vars", "name:globals",
+               "name:locals", "name:eval", "name:exec", "name:compile", "name:breakpoint", "name:__", "attr:__",
+               "module_attr:", "string_access:", "private:", "string_annotation", "import:", "relative_import",
+               "binds:__name__", "global", "syntax_error", "too_deep", "attr:bltns", "attr:sp", "attr:eval",
+               "attr:exec", "attr:getattr", "attr:setattr", "attr:delattr", "attr:globals", "attr:locals",
+               "attr:vars", "attr:_eval", "attr:_evaluate", "attr:_type", "attr:import_module", "attr:gi_",
+               "attr:cr_", "attr:ag_", "attr:f_", "attr:tb_", "attr:co_", "attr:cell_contents", "attr:modules",
+               "attr:_os", "attr:sys", "attr:_sys", "attr:builtins", "attr:ctypeslib")
+
+
+def may_share_svg_paths(script_text: str) -> bool:
+    """Whether copies may share ``path_obj`` for this script: its text never names ``path_obj`` and has no
+    construct through which it could reach that attribute by a computed name (``vars(glyph)["path" + "_obj"]``,
+    ``getattr``, an evaluator; the one-pass static rule's reflection reasons)."""
+    if "path_obj" in script_text:
+        return False
+    from prism_fast.audit.onepass_rule import static_reasons
+
+    return not any(r.startswith(_REFLECTION) for r in static_reasons(script_text))
 
 _nil: list = []
 # exactly the types copy.deepcopy returns as they are (its own dispatch table decides)

@@ -167,3 +167,57 @@ def test_install_replaces_mobject_deepcopy_only_for_its_version(monkeypatch):
         assert fastcopy.install(meta) is True and Mobject.__deepcopy__ is fastcopy.mobject_deepcopy
     finally:
         Mobject.__deepcopy__ = real
+
+
+# A copy's glyph path mutated in place through a computed attribute name, then the original's path rebuilt into a
+# glyph: with shared paths the rebuilt glyph moved (dist 333.06 instead of 33.06 in the report)
+PATH_BY_COMPUTED_NAME = '''from manim import *
+from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+
+class S(Scene):
+    def construct(self):
+        a = Text("A", font_size=96)
+        b = a.copy()
+        key = "path" + "_obj"
+        p = vars(b[0])[key]
+        p *= "translate(300, 0)"
+        p.reify()
+        g = VMobjectFromSVGPath(vars(a[0])[key]).scale(0.05)
+        self.play(FadeIn(g))
+        self.wait(0.2)
+'''
+
+
+def test_no_shared_paths_for_a_script_that_can_reach_them_by_a_computed_name(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert not fastcopy.may_share_svg_paths(PATH_BY_COMPUTED_NAME)
+    assert not fastcopy.may_share_svg_paths("x = glyph.path_obj")
+    assert fastcopy.may_share_svg_paths("from manim import *\nclass A(Scene):\n    def construct(self):\n"
+                                        "        self.play(Write(MathTex('x^2')))\n        t = ValueTracker(0)\n"
+                                        "        d = always_redraw(lambda: DecimalNumber(t.get_value()))\n")
+    reports = {}
+    for name, text in (("computed", PATH_BY_COMPUTED_NAME), ("named", "# path_obj\n" + PATH_BY_COMPUTED_NAME)):
+        work = tmp_path / name
+        work.mkdir()
+        script = work / "s.py"
+        script.write_text(text, encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(PYTHONPATH=str(root), AUDIT_SAVE_IMAGES="0", TMPDIR=str(tmp_path), HOME=str(work),
+                   MPLCONFIGDIR=str(work / "mpl"))
+        proc = subprocess.run([sys.executable, "-m", "prism_fast.audit.child", str(script), "--json-out",
+                               str(work / "report.json"), "--output-dir", str(work / "out"), "--meta-out",
+                               str(work / "meta.json")], cwd=work, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "shared" not in json.loads((work / "meta.json").read_text())["fastcopy"]
+        reports[name] = json.loads((work / "report.json").read_text())
+    # the copies are the standard library's: the rebuilt glyph stays where the unmutated path puts it
+    assert reports["computed"] == reports["named"]
+    assert reports["computed"]["S"]["Segment_0"]["out_of_bounds"][0]["dist"] < 100
