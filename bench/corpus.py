@@ -47,6 +47,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from prism_fast.execute.scene_select import _dotted  # noqa: E402  `a.b.c` of a Name/Attribute chain
+from prism_fast.execute.cost import call_seconds, literal_number  # noqa: E402  the render-cost estimate's literals
 
 MAX_CHARS = 15_000
 MAX_SECONDS = 40.0
@@ -152,15 +153,6 @@ def scene_classes(tree: ast.Module) -> list[ast.ClassDef]:
             and c.name not in used_as_base]
 
 
-def _number(node) -> float | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _number(node.operand)
-        return -v if v is not None else None
-    return None
-
-
 def estimate_seconds(cls: ast.ClassDef) -> tuple[float, int]:
     """(Static animation time of a scene class, number of play/wait calls). Each ``self.play`` counts its
     literal ``run_time`` (default 1 s), each ``self.wait`` its literal duration (default 1 s); a call inside
@@ -174,7 +166,7 @@ def estimate_seconds(cls: ast.ClassDef) -> tuple[float, int]:
         if isinstance(node, (ast.For, ast.While)):
             k = 4.0
             if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and _base_name(node.iter.func) == "range":
-                nums = [_number(a) for a in node.iter.args]
+                nums = [literal_number(a) for a in node.iter.args]
                 if nums and all(n is not None for n in nums):
                     k = float(len(range(*[int(n) for n in nums])))
             for child in node.body + node.orelse:
@@ -183,18 +175,7 @@ def estimate_seconds(cls: ast.ClassDef) -> tuple[float, int]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("play", "wait") \
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
             calls += 1
-            dur = 1.0
-            if node.func.attr == "play":
-                for kw in node.keywords:
-                    if kw.arg == "run_time" and _number(kw.value) is not None:
-                        dur = _number(kw.value)
-            else:
-                if node.args and _number(node.args[0]) is not None:
-                    dur = _number(node.args[0])
-                for kw in node.keywords:
-                    if kw.arg == "duration" and _number(kw.value) is not None:
-                        dur = _number(kw.value)
-            total += mult * max(dur, 0.0)
+            total += mult * call_seconds(node)   # the render-cost estimate's rule (execute/cost.py)
         for child in ast.iter_child_nodes(node):
             visit(child, mult)
 

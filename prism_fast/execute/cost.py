@@ -55,18 +55,19 @@ def _name(node: ast.AST) -> str:
     return ""
 
 
-def _number(node: ast.AST) -> float | None:
+def literal_number(node: ast.AST) -> float | None:
+    """The value of a numeric literal (``-x`` included), else None."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _number(node.operand)
+        v = literal_number(node.operand)
         return -v if v is not None else None
     return None
 
 
 def _loop_count(node: ast.For | ast.While | ast.AsyncFor) -> float:
     if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and _name(node.iter.func) == "range":
-        nums = [_number(a) for a in node.iter.args]
+        nums = [literal_number(a) for a in node.iter.args]
         if nums and len(nums) <= 3 and all(n is not None for n in nums) and (len(nums) < 3 or nums[2] != 0):
             try:
                 return float(min(len(range(*[int(n) for n in nums])), MAX_LOOP))
@@ -75,19 +76,19 @@ def _loop_count(node: ast.For | ast.While | ast.AsyncFor) -> float:
     return float(LOOP_GUESS)
 
 
-def _call_seconds(call: ast.Call) -> float:
+def call_seconds(call: ast.Call) -> float:
     """The literal duration of ``self.play(...)`` / ``self.wait(...)`` (1 s when not a literal)."""
     dur = 1.0
     if _name(call.func) == "wait":
-        if call.args and _number(call.args[0]) is not None:
-            dur = _number(call.args[0])
+        if call.args and literal_number(call.args[0]) is not None:
+            dur = literal_number(call.args[0])
         for kw in call.keywords:
-            if kw.arg == "duration" and _number(kw.value) is not None:
-                dur = _number(kw.value)
+            if kw.arg == "duration" and literal_number(kw.value) is not None:
+                dur = literal_number(kw.value)
     else:
         for kw in call.keywords:
-            if kw.arg == "run_time" and _number(kw.value) is not None:
-                dur = _number(kw.value)
+            if kw.arg == "run_time" and literal_number(kw.value) is not None:
+                dur = literal_number(kw.value)
     return max(float(dur), 0.0)
 
 
@@ -113,7 +114,7 @@ def script_features(source: str) -> dict | None:
         if isinstance(node, ast.Call):
             fname = _name(node.func)
             if fname in ("play", "wait") and isinstance(node.func, ast.Attribute):
-                feats["seconds"] += mult * _call_seconds(node)
+                feats["seconds"] += mult * call_seconds(node)
             elif fname in TEX_NAMES:
                 feats["tex"] += mult
             elif fname in AXES_NAMES:
