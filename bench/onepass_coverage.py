@@ -12,13 +12,19 @@ taken from ``manifest.jsonl`` when present):
 3. for every script shared after but not before: the separate audit (``audit_one``, the audit-only fast path
    the pipeline runs otherwise), whose ``audit_report.json`` must equal the one-pass report byte for byte.
 
-Executions per sample: shared 1; separate (a run-time reason) 2; ineligible 2 (render + audit); a failed
-one-pass render 3 (the render again without observers, then the audit).
+4. for every failed render the one-pass render kept (issue 19: a failed render whose printed error is the plain
+   render's is not repeated; its audit is salvaged from it when the exception is the audit's too): a plain
+   render of the same script, whose row must equal the kept one but for timings and the per-render temp dir.
+
+Executions per sample, from the rows: the render's ``manim_executions`` (1, or 2 for a failed render rendered
+again without observers) plus 1 for a separate audit. The "before" column: statically ineligible under the
+name-based rule 2, a failed render 3 (every failed one-pass render was rendered again then), else as after.
 
     nice -n 10 .venv/bin/python bench/onepass_coverage.py --scripts CORPUS_DIR [--sample 60 --seed 19]
         [--exclude ID ...] [--out coverage.json]
 
-Exit code 1 when a newly shared report differs from its separate audit.
+Exit code 1 when a newly shared report differs from its separate audit, or a kept failed row from the plain
+render's.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import tempfile
 import time
@@ -40,6 +47,9 @@ from prism_fast.audit.runner import audit_one  # noqa: E402
 from prism_fast.profile import REFERENCE  # noqa: E402
 
 EXECUTIONS = {"shared": 1, "separate": 2, "ineligible": 2, "fallback": 3}
+_TIMING = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "written_at_ns", "onepass", "onepass_reasons",
+           "manim_executions"}
+_TMP = re.compile(r"render_[\w.-]+?_[a-z0-9_]{8}(?=[/\s│]|$)")  # the per-render temp dir's name
 
 
 def static_before(script: str) -> list[str]:
@@ -63,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    from prism_fast.execute.render import RenderConfig, prefork_worker
+    from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
 
     ids = sorted(p.stem for p in args.scripts.glob("*.py") if p.stem not in set(args.exclude))
     if args.ids:
@@ -92,11 +102,18 @@ def main(argv: list[str] | None = None) -> int:
             rec["onepass"] = row.get("onepass")
             rec["onepass_reasons"] = row.get("onepass_reasons")
             after = rec["onepass"] if rec["onepass"] in EXECUTIONS else "separate"
-            # before: statically ineligible -> 2; else the same run-time outcome (no approved updater in it)
-            before = "ineligible" if rec["before_static"] else after
+            # before: statically ineligible -> 2; a failed render -> 3; else the same run-time outcome
+            before = "ineligible" if rec["before_static"] else ("fallback" if not rec["success"] else after)
             rec["before"], rec["after"] = before, after
-            rec["exec_before"], rec["exec_after"] = EXECUTIONS[before], EXECUTIONS[after]
-            if after == "shared" and before != "shared":
+            rec["exec_before"] = EXECUTIONS[before]
+            rec["exec_after"] = int(row.get("manim_executions") or 1) + (0 if after == "shared" else 1)
+            if not rec["success"] and row.get("onepass") in ("shared", "separate"):
+                plain = render_one(sid, script, work / "plain", cfg, REFERENCE, None, worker.run)
+                norm = lambda v: _TMP.sub("@", v) if isinstance(v, str) else v  # noqa: E731
+                rec["failed_row_diff"] = sorted(k for k in plain if k not in _TIMING
+                                                and norm(plain.get(k)) != norm(row.get(k)))
+            if after == "shared" and (before != "shared" or not rec["success"] or row["_onepass_audit"]["report"] == {}):
+                # newly shared, a failed render's salvage, or {} (every scene unhooked): the audit-only run's
                 shared = row["_onepass_audit"]
                 t1 = time.perf_counter()
                 audit_one(sid, script, work / "separate", AuditConfig())
@@ -105,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                 separate = path.read_text(encoding="utf-8") if path.exists() else None
                 rec["report_identical"] = separate == onepass_store.report_text(shared["report"])
             records.append(rec)
-            print(f"{sid}: {before} -> {after}  {rec.get('report_identical', '')}  "
+            print(f"{sid}: {before} -> {after}  {rec.get('report_identical', '')} {rec.get('failed_row_diff', '')} "
                   f"{rec['onepass_reasons'] if after != 'shared' else ''}", flush=True)
     finally:
         worker.close()
@@ -121,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         "newly_shared": sum("report_identical" in r for r in records),
         "newly_shared_identical": sum(bool(r.get("report_identical")) for r in records),
         "failed_renders": sum(not r["success"] for r in records),
+        "failed_renders_kept": sum("failed_row_diff" in r for r in records),
+        "failed_renders_kept_identical": sum(r.get("failed_row_diff") == [] for r in records),
+        "executions_of_failed_renders": sum(r["exec_after"] for r in records if not r["success"]),
     }
     print(json.dumps(summary, indent=2))
     if args.out:
@@ -128,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
                             encoding="utf-8")
     if tmp is not None:
         tmp.cleanup()
-    return 0 if summary["newly_shared"] == summary["newly_shared_identical"] else 1
+    ok = (summary["newly_shared"] == summary["newly_shared_identical"]
+          and summary["failed_renders_kept"] == summary["failed_renders_kept_identical"])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ execute knows nothing of it. Its parts:
 * ``onepass_store``: the hand-off store between the render actor and the audit stage (:func:`load_shared_audit`,
   :func:`cache_shared_audit` for the audit stage).
 
-The parent keeps the one-pass report only when the render succeeded, the child reports no reason, and the
-profile is the reference one; otherwise the sample takes the audit-only fast path (``audit_pass:
-"separate"``). A failed one-pass render is rendered again without observers (so its row and error text are
-exactly the plain render's).
+The parent keeps the one-pass report only when the child reports no reason and the profile is the reference
+one, and the render succeeded or failed where the audit fails too (``onepass_failure``: then the report is the
+audit's salvage); otherwise the sample takes the audit-only fast path (``audit_pass: "separate"``). A failed
+one-pass render whose printed error could differ from the plain render's is rendered again without observers.
 """
 
 from __future__ import annotations
@@ -80,10 +80,14 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
         row.update(onepass="separate", onepass_reasons=["not_executed"], manim_executions=0)
         return row
     if not row["success"]:
-        # the observers' frames would be in the traceback: render again without them, so the row (error text
-        # included) is exactly the plain render's; the audit runs separately
+        kept = _failed_render(row, doc)
+        if kept is not None:  # the row is the plain render's; the audit is salvaged from it, or runs separately
+            row.update(kept)
+            return row
+        # otherwise render again without the observers, so the row (error text included) is exactly the plain
+        # render's; the audit runs separately
         plain = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
-        plain.update(onepass="fallback", onepass_reasons=["render_failed"],
+        plain.update(onepass="fallback", onepass_reasons=["render_failed", *_failure_reasons(doc, watch)],
                      manim_executions=1 + (plain.get("manim_executions") or 1))
         return plain
     if doc is None:   # nothing left, or a file without a valid seal (a script's forgery): never trusted
@@ -91,11 +95,75 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
         row.update(onepass="separate", onepass_reasons=[reason], manim_executions=1)
     elif doc.get("reasons"):
         row.update(onepass="separate", onepass_reasons=list(doc["reasons"]), manim_executions=1)
+    elif not isinstance(doc.get("report"), dict):
+        row.update(onepass="separate", onepass_reasons=["no_report"], manim_executions=1)
+    elif _unhooked_too_long(row, doc):
+        row.update(onepass="separate", onepass_reasons=["unhooked_long_render"], manim_executions=1)
     else:
         row.update(onepass="shared", onepass_reasons=[], manim_executions=1,
                    _onepass_audit={"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0),
                                    "engine": doc.get("engine")})
     return row
+
+
+# A script whose every scene is unhooked (Q-SPATIAL-1) gets the report {} from the audit-only run only if that
+# run ends: it steps at 60 fps (4x the render's frames, none rasterised) under a 900 s timeout. Renders longer than
+# this are audited separately.
+UNHOOKED_MAX_RENDER_S = 200.0
+
+
+def _unhooked_too_long(row: dict, doc: dict) -> bool:
+    return bool(doc.get("unhooked")) and (row.get("timed_out") or float(row.get("wall_s") or 0.0) > UNHOOKED_MAX_RENDER_S)
+
+
+def _failed_render(row: dict, doc: dict | None) -> dict | None:
+    """What a failed one-pass render leaves (row fields), or None: render again without observers.
+
+    The row is kept when it is the plain render's: the render failed without printing an exception (exit status
+    0, e.g. no mp4 -- the same premise as a successful render's row), or the render child examined the exception
+    before it was printed and found only pass-through observer frames (``audit/onepass_failure.py``; unlinked, so
+    the printed text is the plain render's) -- also when the render then hung until its timeout, as manim's movie
+    writer does after a failure inside a play. Its audit is the salvaged report when the child also found the
+    exception to be the audit's (``accept``: nothing render-only or per-frame in the traceback) and recorded no
+    reason; otherwise the audit runs separately."""
+    if doc is None or (row.get("signal") and not row.get("timed_out")):  # (a timeout ends with our own kill)
+        return None
+    failure = doc.get("failure")
+    reasons = list(doc.get("reasons") or [])
+    if failure is None:
+        if row.get("timed_out") or row.get("exit_status") not in (0, "0"):
+            return None  # an exit nobody examined (SystemExit, a crash, a timeout with nothing printed)
+    elif not isinstance(failure, dict) or not failure.get("printed_as_plain"):
+        return None
+    elif not row.get("timed_out") and row.get("exit_status") not in (1, "1"):
+        return None
+    if isinstance(failure, dict) and not failure.get("accept"):
+        reasons = [r for r in reasons if r != "failure_not_shared"] + [f"failure:{failure.get('why')}"]
+    if _unhooked_too_long(row, doc):
+        reasons.append("unhooked_long_render")
+    if reasons or not isinstance(doc.get("report"), dict):
+        return {"onepass": "separate", "onepass_reasons": ["render_failed", *(reasons or ["no_report"])],
+                "manim_executions": 1}
+    shared = {"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0), "engine": doc.get("engine")}
+    if failure is not None:
+        where = failure.get("where")
+        scenes = doc.get("audited_scenes") or []
+        shared["scene_errors"] = [{"scene": scenes[0] if where == "render" and scenes else None, "where": where,
+                                   "error": str(failure.get("error", ""))}]
+    return {"onepass": "shared", "onepass_reasons": [], "manim_executions": 1, "_onepass_audit": shared}
+
+
+def _failure_reasons(doc: dict | None, watch: Observer) -> list[str]:
+    """Why a failed one-pass render was not kept (after ``render_failed``)."""
+    if doc is None:
+        return ["no_side_file" if watch.rejected in (None, "missing") else f"side_file_{watch.rejected}"]
+    failure = doc.get("failure")
+    out = list(doc.get("reasons") or [])
+    if not isinstance(failure, dict):
+        out.append("no_exception_examined")
+    elif not failure.get("printed_as_plain"):
+        out.append(f"failure:{failure.get('why')}")
+    return out
 
 
 def render_and_hand_off(sample_id: str, script: str, out_dir, cfg, profile, runner, audit_cfg: dict | None,

@@ -72,6 +72,11 @@ class _State:
         self.audited: list[str] = []
         self.guard = None  # tamper.Guard, armed before the script's module runs
         self.t0 = time.perf_counter()
+        self.tree = None  # the script's injected AST (InjectingLoader)
+        self.failure = None  # onepass_failure.Frames.examine's verdict on the exception manim printed
+        self.repr_seen = False
+        self.unhooked: set[str] = set()  # audited scene classes outside the hooked Scene (Q-SPATIAL-1)
+        self.salvaged = None  # the failed scene's salvaged report, once computed
 
     def flag(self, reason: str) -> None:
         if reason not in self.reasons:
@@ -100,6 +105,8 @@ def install(request: dict, context: dict) -> None:
 
 
 def _install(state: _State) -> None:
+    import importlib.machinery
+    import importlib.util
     import io
 
     import manim
@@ -214,40 +221,53 @@ def _install(state: _State) -> None:
     state.guard = Guard(audit_scene, trusted=(OnePassScene,))
 
     real_get_module = module_ops.get_module
+    real_spec = importlib.util.spec_from_file_location
+    target: list = []  # the script's path while manim's own get_module loads it
+
+    class InjectingLoader(importlib.machinery.SourceFileLoader):
+        """manim's loader with the audit's name injection: only ``get_code`` differs, so ``exec_module`` and every
+        frame a traceback of the module's execution shows are the plain render's (no bytecode is read or
+        written: a cached .pyc would skip the injection, and an injected one must never reach a plain render)."""
+
+        def get_code(self, fullname):
+            path = self.get_filename(fullname)
+            source = importlib.util.decode_source(self.get_data(path))
+            tree = inject_names(ast.parse(source, filename=path))
+            state.req["code_file"] = path
+            state.tree = tree
+            return compile(tree, path, "exec", dont_inherit=True)
+
+    def spec_from_file_location(name, location=None, *args, **kwargs):
+        if target and location is not None and not args and not kwargs and str(location) == str(target[0]):
+            return real_spec(name, location, loader=InjectingLoader(name, str(location)))
+        return real_spec(name, location, *args, **kwargs)
+
+    importlib.util.spec_from_file_location = spec_from_file_location
 
     def get_module(file_name):
-        """manim's loader, with the audit's name injection applied to the module's code."""
-        import importlib.machinery
-        import importlib.util
-        import warnings
-        from pathlib import Path
-
+        """manim's own loader (its frames unchanged), with the injection of :class:`InjectingLoader`."""
         if str(file_name) == "-" or not file_name.exists() or file_name.suffix != ".py":
             state.flag("module_loader")
             return real_get_module(file_name)
         module_name = ".".join(file_name.with_suffix("").parts)
         if onepass_rules.module_name_reason(module_name):
             state.flag(onepass_rules.module_name_reason(module_name))
-        warnings.filterwarnings("default", category=DeprecationWarning, module=module_name)
-        spec = importlib.util.spec_from_file_location(module_name, file_name)
-        if not isinstance(spec, importlib.machinery.ModuleSpec):
-            raise FileNotFoundError(f"{file_name} not found")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        sys.path.insert(0, str(file_name.parent.absolute()))
-        source = importlib.util.decode_source(Path(spec.origin).read_bytes())
-        tree = inject_names(ast.parse(source, filename=spec.origin))
-        state.req["code_file"] = spec.origin
-        exec(compile(tree, spec.origin, "exec", dont_inherit=True), module.__dict__)
+        target[:] = [file_name]
+        module = real_get_module(file_name)
+        target.clear()
         # the scenes the reference audit would render (spatial_audit.md §3 step 5): every top-level class of a
         # Scene subclass, in source order, duplicates included
         t0 = time.perf_counter()
-        for node in tree.body:
+        if state.tree is None:
+            state.flag("module_not_injected")
+            return module
+        for node in state.tree.body:
             if isinstance(node, ast.ClassDef):
                 value = module.__dict__.get(node.name)
                 if isinstance(value, type) and issubclass(value, original_scene):
                     state.audited.append(node.name)
                     if not issubclass(value, OnePassScene):
+                        state.unhooked.add(node.name)
                         state.flag(f"unhooked_scene:{node.name}")
         if state.audited != [state.req.get("scene")]:
             state.flag("audited_scenes:" + ",".join(state.audited))
@@ -256,9 +276,49 @@ def _install(state: _State) -> None:
 
     module_ops.get_module = get_module
 
+    # a failed render: the exception manim prints is examined (may the audit take the render's snapshots, and is
+    # it one the audit would raise at the same point?) and the observers' own pass-through frames are unlinked
+    # from its traceback, so the printed error is the plain render's (onepass_failure.py)
+    from manim._config import error_console
+
+    from prism_fast.audit import onepass_failure
+
+    frames = onepass_failure.Frames.of(OnePassScene, original_scene, {get_module.__code__: {real_get_module.__code__}})
+    real_print_exception = error_console.print_exception
+
+    def print_exception(*args, **kwargs):
+        try:
+            state.failure = frames.examine(sys.exc_info()[1], scene_started=state.scene is not None,
+                                           repr_seen=state.repr_seen)
+        except Exception as exc:  # noqa: BLE001 - never changes what is printed
+            state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(exc).__name__}"}
+        _write_side_file()
+        return real_print_exception(*args, **kwargs)
+
+    error_console.print_exception = print_exception
+
+    # an exception manim's CLI does not catch (the script's module body raised while manim loaded it) reaches the
+    # interpreter's excepthook, which the render child calls as the interpreter would (execute/worker.py)
+    real_excepthook = sys.excepthook
+
+    def excepthook(exc_type, exc, tb):
+        try:
+            state.failure = frames.examine(exc, scene_started=False, repr_seen=state.repr_seen,
+                                           module_file=state.req.get("code_file"))
+        except Exception as err:  # noqa: BLE001 - never changes what is printed
+            state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(err).__name__}"}
+        _write_side_file()
+        return real_excepthook(exc_type, exc, tb)
+
+    sys.excepthook = excepthook
+
     real_repr = Mobject.__repr__
 
+    progress_code = original_scene._get_animation_time_progression.__code__
+
     def mobject_repr(self):
+        if not _for_a_hidden_progress_bar(progress_code):
+            state.repr_seen = True  # the injected names may be in a printed error: a failed render is then re-run
         code_file = state.req.get("code_file")
         if code_file is not None and sys._getframe(1).f_code.co_filename == code_file:
             state.flag("mobject_repr_in_script")  # the injected names would be visible
@@ -305,7 +365,47 @@ def _svg_body(path) -> bytes:
     return _SURFACE_ID.sub(b'id="surface"', data)
 
 
+def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
+    """Whether this ``repr`` call builds the description of a play's progress bar (``Animation.__str__`` inside
+    ``Scene._get_animation_time_progression``) while progress bars are off (the render's ``--progress_bar
+    none``): then the text is never printed."""
+    from manim import config
+
+    if config.progress_bar != "none":
+        return False
+    frame = sys._getframe(2)
+    while frame is not None and depth > 0:
+        if frame.f_code is progress_code:
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
+
+
+def _salvaged_report(state: _State, failure: dict) -> dict:
+    """The report the audit-only run writes for a script whose scene raised (child.run_audit, spatial_audit.md §3
+    step 6): the scene's snapshots salvaged when it has any (process_final_results' salvage case), else ``{}``;
+    an exception outside the scene's render (module, constructor) salvages no instance (one scene class)."""
+    reports: dict = {}
+    scene = state.scene
+    if failure.get("where") == "render" and scene is not None:
+        if getattr(scene, "audit_log", None) or getattr(scene, "segment_snapshots", None):
+            t0 = time.perf_counter()
+            try:
+                scene.process_final_results()
+            except Exception as exc:  # noqa: BLE001 - the audit-only run reports it; this sample is re-run
+                state.flag(f"salvage_failed:{type(exc).__name__}")
+                return {}
+            finally:
+                state.audit_sec += time.perf_counter() - t0
+            if getattr(scene, "final_report", None):
+                reports.update(scene.final_report)
+    return reports
+
+
 def _write_side_file() -> None:
+    """Write the sealed out file: at exit, and already when a failed render's exception is printed (a failure
+    inside a play leaves manim's movie writer waiting, so such a render only ends at its timeout, killed before
+    any exit handler runs); the exit call rewrites it with whatever was recorded since."""
     state = _STATE
     if state is None:
         return
@@ -314,13 +414,30 @@ def _write_side_file() -> None:
         for evidence in (state.guard.verify(scene) if state.guard is not None else ["no_guard"]):
             state.flag(f"tamper:{evidence}")  # the separate audit then judges (and marks) the script
         report = None
-        if scene is not None and getattr(scene, "final_report", None) is not None:
+        failure = state.failure
+        unhooked = bool(state.audited) and set(state.audited) <= state.unhooked
+        if unhooked:
+            # every scene the audit would render subclasses manim's unpatched Scene (Q-SPATIAL-1): it renders them
+            # with no hook, so its report is {} whatever they do; nothing else to distrust
+            state.reasons = [r for r in state.reasons if not r.startswith("unhooked_scene:")]
+        if failure is not None and failure.get("accept"):
+            if state.salvaged is None:
+                state.salvaged = {} if unhooked else _salvaged_report(state, failure)
+            report = state.salvaged
+        elif failure is not None:
+            state.flag("failure_not_shared")  # (also if the script printed an exception itself and went on)
+        elif unhooked:
+            report = {}
+        elif scene is not None and getattr(scene, "final_report", None) is not None:
             report = scene.final_report
         elif not state.reasons:
             state.flag("no_report")
         doc = {"reasons": state.reasons, "audited_scenes": state.audited, "report": report,
                "audit_sec": round(state.audit_sec, 6), "engine": hooks._ENGINE_TOTALS.as_dict()}
+        if unhooked:
+            doc["unhooked"] = True
+        if failure is not None:
+            doc["failure"] = failure
         write_result({"out_file": state.req["side_file"], "seal": state.req["seal"]}, doc)  # sealed (observers.py)
     except Exception:  # the render's exit must not change
         pass
-

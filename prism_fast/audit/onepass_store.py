@@ -28,14 +28,15 @@ def write_shared_audit(sample_id: str, file_path: str, shared: dict, work_dir) -
     audit_dir.mkdir(parents=True, exist_ok=True)
     text = report_text(shared["report"])
     (audit_dir / "audit_report.json").write_text(text, encoding="utf-8")
+    errors = list(shared.get("scene_errors") or [])  # a failed render's exception, as the audit-only run records it
     meta = {"mode": "fast", "audit_pass": "shared", "audit_sec": shared.get("audit_sec"),
-            "engine": shared.get("engine"), "errors": []}
+            "engine": shared.get("engine"), "errors": errors}
     (audit_dir / "audit_meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     (audit_dir / "audit.log").write_text("(one-pass audit: stdout/stderr belong to the render)\n" + "=" * 20
                                          + " STDERR " + "=" * 20 + "\n" + text + "\n", encoding="utf-8")
     row = build_row(sample_id, file_path, float(shared.get("audit_sec") or 0.0), 0, "", text, timed_out=False,
-                    timeout_sec=900.0, scene_errors=[], fail_on_scene_error=False)
-    row.update(profile="reference", audit_mode="fast", returncode=0, scene_errors=[], engine=shared.get("engine"),
+                    timeout_sec=900.0, scene_errors=errors, fail_on_scene_error=False)
+    row.update(profile="reference", audit_mode="fast", returncode=0, scene_errors=errors, engine=shared.get("engine"),
                quirks_not_implemented=[], audit_pass="shared",
                report_path=str(audit_dir / "audit_report.json"))
     return row

@@ -61,6 +61,35 @@ class Broken(Scene):
         raise ValueError("boom after one play")
 '''
 
+# NameError while the module executes (before any scene): the audit's report is {} ("no valid segments")
+FAILING_MODULE = '''from manim import *
+
+ACCENT = OLIVE_GREEN
+
+
+class Broken(Scene):
+    def construct(self):
+        self.play(FadeIn(Square(color=ACCENT)), run_time=0.2)
+'''
+
+# raises inside the play's per-frame loop (the rate function, at the frames past 30 % of the play): the audit steps
+# the play at other times, so the render's failure is not the audit's: rendered again, audited separately
+FAILING_FRAME = '''from manim import *
+
+
+def steep(t):
+    if t > 0.3:
+        raise ArithmeticError("past the knee")
+    return t
+
+
+class Broken(Scene):
+    def construct(self):
+        sq = Square()
+        self.play(FadeIn(sq), run_time=0.2)
+        self.play(sq.animate.shift(RIGHT), rate_func=steep, run_time=1)
+'''
+
 
 # Registered after the one-pass observer's exit handler, so it runs first (atexit is LIFO): writes a "clean" side
 # file under the observer's name in its working directory (the scratch) and leaves before the real one is written.
@@ -162,7 +191,8 @@ def runs(tmp_path_factory):
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)  # (test_textboxes.py renders one pass without)
     out = {}
     try:
-        for name, script in (("plain", PLAIN), ("failing", FAILING), ("reflects", REFLECTS), ("main_rebound", MAIN_REBOUND),
+        for name, script in (("plain", PLAIN), ("failing", FAILING), ("failing_module", FAILING_MODULE),
+                             ("reflects", REFLECTS), ("main_rebound", MAIN_REBOUND),
                              ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
             out[name] = render_with_onepass(f"S-{name}", script, base / "onepass", cfg, REFERENCE, None, worker.run,
                                             acfg)
@@ -177,11 +207,20 @@ def runs(tmp_path_factory):
         out["forged"] = render_one("S-forged", FORGER, base / "onepass", cfg, runner=worker.run, observers=(forge,))
         out["forged_watch"] = forge
         out["plain_ref"] = render_one("S-plain", PLAIN, base / "plain", cfg, runner=worker.run)
-        out["failing_ref"] = render_one("S-failing", FAILING, base / "plain", cfg, runner=worker.run)
+        for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE)):
+            out[f"{name}_ref"] = render_one(f"S-{name}", script, base / "plain", cfg, runner=worker.run)
+        # a failure inside a play leaves manim's movie writer waiting: the render ends at its timeout (short here)
+        short = RenderConfig(timeout_s=12)
+        out["failing_frame"] = render_with_onepass("S-failing_frame", FAILING_FRAME, base / "onepass", short,
+                                                   REFERENCE, None, worker.run, acfg)
+        out["failing_frame_ref"] = render_one("S-failing_frame", FAILING_FRAME, base / "plain", short,
+                                              runner=worker.run)
     finally:
         worker.close()
     out["base"] = base
     out["plain_audit"] = audit_one("S-plain", PLAIN, base / "audit_only", AuditConfig())
+    for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE)):
+        out[f"{name}_audit"] = audit_one(f"S-{name}", script, base / "audit_only", AuditConfig())
     out["main_rebound_audit"] = audit_one("S-main", MAIN_REBOUND, base / "audit_only", AuditConfig())
     out["reflects_audit"] = audit_one("S-reflects", REFLECTS, base / "audit_only", AuditConfig())
     out["traced_audit"] = audit_one("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"),
@@ -264,12 +303,49 @@ def test_script_rebinding_name_gets_no_unchecked_main_branch(runs):
 
 
 @pytest.mark.slow
-def test_failed_one_pass_render_is_rendered_again_without_observers(runs):
-    row, ref = runs["failing"], runs["failing_ref"]
-    assert row["onepass"] == "fallback" and row["manim_executions"] == 2 and not row["success"]
-    assert "hooks.py" not in row["error"] and "onepass.py" not in row["error"]  # no observer frame in it
-    strip = lambda r: re.sub(r"render_S-failing_\w{8}", "@", r["error"])  # the per-render temp dir name
-    assert strip(row) == strip(ref)
+@pytest.mark.parametrize("name", ["failing", "failing_module"])
+def test_failed_one_pass_render_is_its_only_execution_when_the_audit_meets_the_same_error(runs, name):
+    """A render that fails where the audit fails too (after a play; while the module executes) is kept: its row
+    (error text included) is the plain render's, and its salvaged report and audit row are the audit-only run's."""
+    row, ref, only = dict(runs[name]), runs[f"{name}_ref"], runs[f"{name}_audit"]
+    shared = row.pop("_onepass_audit")
+    assert row["onepass"] == "shared" and row["manim_executions"] == 1 and not row["success"]
+    assert "hooks.py" not in row["error"] and "onepass" not in row["error"]  # no observer frame printed
+    strip = lambda v: re.sub(rf"render_S-{name}_\w{{8}}", "@", v) if isinstance(v, str) else v
+    timing = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "written_at_ns", "onepass", "onepass_reasons",
+              "manim_executions"}
+    assert {k: strip(v) for k, v in ref.items() if k not in timing} == \
+        {k: strip(v) for k, v in row.items() if k not in timing}
+    text = Path(runs["base"] / "audit_only" / "audits" / f"S-{name}" / "audit_report.json").read_text(
+        encoding="utf-8")
+    assert onepass_store.report_text(shared["report"]) == text
+    work = runs["base"] / "pipeline_audit"
+    got = onepass_store.write_shared_audit(f"S-{name}", "x.py", shared, work)
+    for key in ("audit_success", "segment_count", "visual_structure_rate", "visual_structure_pass",
+                "visual_issue_total", "visual_issue_breakdown", "error_msg", "visual_audit_report", "status",
+                "error_kind", "error_detail", "scene_errors"):
+        assert got[key] == only[key], key
+    if name == "failing":  # salvaged: the snapshot of its one play, a success with the error recorded
+        assert only["audit_success"] == 1 and only["error_detail"].startswith("salvaged after: ValueError")
+    else:  # nothing to salvage
+        assert only["audit_success"] == 0 and only["scene_errors"][0]["where"] == "runtime"
+
+
+@pytest.mark.slow
+def test_failed_one_pass_render_in_the_per_frame_loop_keeps_its_row_and_is_audited_separately(runs):
+    """Raised in the play's per-frame loop: the audit steps that play at other times, so the failure is not
+    shared; but the printed error is the plain render's (the observers' frames unlinked), so the render is not
+    repeated. manim's movie writer then waits forever: both renders end at the timeout, with the same text."""
+    row, ref = runs["failing_frame"], runs["failing_frame_ref"]
+    assert row["timed_out"] and ref["timed_out"] and not row["success"]
+    assert row["onepass"] == "separate" and row["manim_executions"] == 1 and "_onepass_audit" not in row
+    assert row["onepass_reasons"] == ["render_failed", "failure:render_only:update_to_time"]
+    assert "ArithmeticError: past the knee" in row["stderr_tail"] and "hooks.py" not in row["stderr_tail"]
+    strip = lambda v: re.sub(r"render_S-failing_frame_\w{8}", "@", v) if isinstance(v, str) else v
+    timing = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "written_at_ns", "onepass", "onepass_reasons",
+              "manim_executions"}
+    assert {k: strip(v) for k, v in ref.items() if k not in timing} == \
+        {k: strip(v) for k, v in row.items() if k not in timing}
 
 
 def test_static_rule():
