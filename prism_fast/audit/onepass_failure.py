@@ -35,7 +35,8 @@ from types import CodeType, TracebackType
 
 HOOKED = ("play", "remove", "render", "compile_animation_data")
 _REFUSED_TYPES = (RecursionError, MemoryError)
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the prism_fast package
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))  # prism_fast/audit: the observers' code
+_PACKAGE_DIR = os.path.dirname(_OWN_DIR)  # prism_fast: the render child's own wrappers live in execute/
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Frames:
     allowed: set[CodeType] = field(default_factory=set)  # exceptions inside a denied directory
     denied_dirs: tuple[str, ...] = ()
     own_dir: str = _OWN_DIR  # frames from here are the observers' (only pass-throughs may stay)
+    package_dir: str = _PACKAGE_DIR  # other prism_fast frames: the render child's wrappers (TeX cache, text boxes)
     render: CodeType | None = None  # manim's Scene.render: an exception under it is a scene error ("render")
 
     @classmethod
@@ -125,6 +127,15 @@ class Frames:
                 if _is_own(code, self.own_dir):
                     why = f"observer_frame:{code.co_name}"
                     break
+                if _is_own(code, self.package_dir):
+                    # a wrapper the render child installs for every render (execute/texcache.py, textboxes.py):
+                    # printed by the plain render too; the audit meets the error only if it came from what the
+                    # wrapper called outside prism_fast, not from the wrapper's own work
+                    nxt = entries[i + 1].tb_frame.f_code if i + 1 < len(entries) else None
+                    if audit_why is None and (nxt is None or _is_own(nxt, self.package_dir)):
+                        audit_why = f"render_only:{code.co_name}"
+                    keep.append(tb)
+                    continue
                 if audit_why is None and (code in self.denied or (
                         code not in self.allowed and code.co_filename.startswith(self.denied_dirs))):
                     audit_why = f"render_only:{code.co_name}"

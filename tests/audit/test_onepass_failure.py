@@ -27,6 +27,16 @@ def own_work(x):
 """
 
 
+PACKAGE_WRAPPERS = """
+def pkg_wrapper(x):
+    return real(x)
+
+
+def pkg_own(x):
+    raise OSError(f"cache entry {x} unreadable")
+"""
+
+
 def real(x):
     return 1 / x
 
@@ -45,6 +55,14 @@ def observers(tmp_path_factory):
     mod.real = real
     g = globals()
     g.update(wrapper=mod.wrapper, wrapper_doing_more=mod.wrapper_doing_more, OWN=str(own))
+    # the render child's own wrappers (the TeX cache's): another directory of the package
+    pkg = tmp_path_factory.mktemp("pkg")
+    (pkg / "texwrap.py").write_text(PACKAGE_WRAPPERS, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("texwrap_stand_in", pkg / "texwrap.py")
+    tex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tex)
+    tex.real = real
+    g.update(pkg_wrapper=tex.pkg_wrapper, pkg_own=tex.pkg_own, PKG=str(pkg))
     yield
 
 
@@ -63,7 +81,7 @@ def caught(fn, x):
 def frames(**kw) -> Frames:
     # this test file plays the observers' package: its wrappers are "own" frames
     return Frames(passes={wrapper.__code__: {real.__code__}, wrapper_doing_more.__code__: {real.__code__}},
-                  own_dir=OWN, **kw)
+                  own_dir=OWN, package_dir=PKG, **kw)
 
 
 def text(exc: BaseException) -> list[str]:
@@ -130,3 +148,12 @@ def test_the_catching_frame_is_not_examined_but_a_module_error_must_come_from_th
     assert frames(denied={caught.__code__}).examine(exc, False, False)["accept"]  # where it was caught
     verdict = frames().examine(caught(real, 0), False, False, module_file=__file__)
     assert verdict["why"] == "not_in_the_script_module" and verdict["printed_as_plain"] and not verdict["accept"]
+
+
+def test_the_render_childs_own_wrappers_stay_printed_and_count_only_for_what_they_called():
+    exc = caught(pkg_wrapper, 0)
+    before = [line for line in text(exc) if "File" in line]
+    verdict = frames().examine(exc, True, False)
+    assert verdict["accept"] and [line for line in text(exc) if "File" in line] == before  # kept: a plain render has it
+    verdict = frames().examine(caught(pkg_own, 3), True, False)
+    assert verdict["printed_as_plain"] and not verdict["accept"] and verdict["why"] == "render_only:pkg_own"
