@@ -9,7 +9,8 @@ Part A -- render stage throughput with 1 and 2 render workers: ``prism-fast eval
 (audit / TD / TextExpand off, render cache and TeX cache off, fresh run dir), ``cluster.num_cpus=N``,
 ``execute.workers=N``, after one untimed warm-up pass over the same samples (first renders fill the OS page cache
 and font/TeX caches; without it the second timed run profits). Throughput = samples / Exec stage wall time.
-Target: 2 workers >= 1.8x of 1 worker. Bundled samples only (``--skip-a`` with ``--scripts``).
+Target: 2 workers >= 1.8x of 1 worker. Bundled samples, or the ``--scripts`` set with ``--a-scripts``;
+``--a-only`` runs no part B.
 
 Part B -- end to end, the same scripts on both sides, ``--workers N`` on each side:
   scripts   ``--scripts DIR``: every ``<id>.py`` of DIR (``manifest.jsonl`` order when present, e.g. the open corpus
@@ -74,7 +75,7 @@ def _eval(runs_root: Path, ids, *overrides: str) -> dict:
 
     if ray.is_initialized():
         ray.shutdown()
-    cfg = _compose(f"runs_root={runs_root}", _ids_override(ids), *overrides)
+    cfg = _compose(f"runs_root={runs_root}", *([_ids_override(ids)] if ids is not None else []), *overrides)
     opts = options_from_config(cfg)
     t0 = time.perf_counter()
     summary = run_eval(opts)
@@ -83,12 +84,15 @@ def _eval(runs_root: Path, ids, *overrides: str) -> dict:
     return {"summary": summary, "wall_s": wall, "run_dir": str(opts.run_dir)}
 
 
-def part_a(ids, work: Path, warmup: bool = True) -> dict:
+def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None) -> dict:
+    """``ids`` of the bundled set, or None with ``dataset`` (a directory's scripts as reference answers)."""
     exec_only = ("audit.enabled=false", "metrics.td.enabled=false", "metrics.text_expand.enabled=false",
-                 "execute.cache.enabled=false", "execute.tex_cache.enabled=false")
+                 "execute.cache.enabled=false", "execute.tex_cache.enabled=false",
+                 *((f"dataset.path={dataset}", "model=reference") if dataset is not None else ()))
+    n_samples = len(ids) if ids is not None else sum(1 for _ in open(dataset, encoding="utf-8"))
     if warmup:  # untimed: OS page cache, font and TeX caches warm for both timed runs, not only the second
         _eval(work / "a_warmup", ids, "cluster.num_cpus=2", "execute.workers=2", *exec_only)
-        print(f"[A] warm-up pass over {len(ids)} samples done", file=sys.stderr, flush=True)
+        print(f"[A] warm-up pass over {n_samples} samples done", file=sys.stderr, flush=True)
     out = {}
     for n in (1, 2):
         res = _eval(work / f"a{n}", ids, f"cluster.num_cpus={n}", f"execute.workers={n}", *exec_only)
@@ -97,8 +101,8 @@ def part_a(ids, work: Path, warmup: bool = True) -> dict:
         # cores one render keeps busy (CPU of its process tree / its wall time): above 1, a lone render
         # also uses the idle core (manim's writer thread, x264 threads)
         cores = sum(r["cpu_s"] for r in rows) / max(sum(r["wall_s"] for r in rows), 1e-9)
-        out[n] = {"exec_s": exec_s, "samples_per_hour": 3600.0 * len(ids) / exec_s, "render_cores": cores}
-        print(f"[A] {n} worker(s): Exec stage {exec_s:.1f} s for {len(ids)} samples; a render keeps "
+        out[n] = {"exec_s": exec_s, "samples_per_hour": 3600.0 * n_samples / exec_s, "render_cores": cores}
+        print(f"[A] {n} worker(s): Exec stage {exec_s:.1f} s for {n_samples} samples; a render keeps "
               f"{cores:.2f} cores busy", file=sys.stderr, flush=True)
     out["ratio"] = out[2]["samples_per_hour"] / out[1]["samples_per_hour"]
     return out
@@ -371,6 +375,10 @@ def format_b(base: dict, ours: dict, n: int, workers: int) -> list[str]:
     return lines
 
 
+class _SkipB(Exception):
+    """--a-only: part B is not run."""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ids", default=None, help="comma-separated ids (bundled default: " + ",".join(DEFAULT_IDS) + ")")
@@ -386,6 +394,8 @@ def main(argv=None) -> int:
     ap.add_argument("--audit-timeout", type=int, default=900, help="toolkit audit timeout per script")
     ap.add_argument("--work", type=Path, default=None, help="keep the work dir here (default: a temp dir, removed)")
     ap.add_argument("--skip-a", action="store_true")
+    ap.add_argument("--a-scripts", action="store_true", help="part A on the --scripts set (default: bundled)")
+    ap.add_argument("--a-only", action="store_true", help="part A only (no part B)")
     ap.add_argument("--a-limit", type=int, default=None,
                     help="part A on the first N bundled samples instead of the part B ids (more samples, less imbalance)")
     ap.add_argument("--skip-baseline", action="store_true")
@@ -399,9 +409,10 @@ def main(argv=None) -> int:
         ap.error(f"--toolkit {args.toolkit}: not a checkout of positionprivacy/PRISM (no scripts/audit_single.py)")
     if args.scripts is not None and not args.scripts.is_dir():
         ap.error(f"--scripts {args.scripts}: not a directory")
-    if args.scripts is not None and not args.skip_a and not args.a_limit:
-        args.skip_a = True  # part A is defined on the bundled set
-        print("[A] skipped: --scripts given (part A runs on the bundled set; use --a-limit N)", file=sys.stderr)
+    if args.scripts is not None and not args.skip_a and not args.a_limit and not args.a_scripts:
+        args.skip_a = True  # part A is defined on the bundled set unless --a-scripts
+        print("[A] skipped: --scripts given (part A runs on the bundled set; use --a-limit N, or --a-scripts for "
+              "these scripts)", file=sys.stderr)
     inputs = select_inputs(args)
     if not inputs:
         ap.error("no scripts selected")
@@ -418,11 +429,19 @@ def main(argv=None) -> int:
             from prism_fast.dataset.bundled import bundled_dataset_path
             from prism_fast.dataset.loader import load_dataset
 
-            a_ids = [t.id for t in load_dataset(bundled_dataset_path()).tasks[:args.a_limit]] if args.a_limit else ids
-            report["A"] = part_a(a_ids, work, warmup=not args.no_a_warmup)
-            report["A_ids"] = a_ids
+            if args.a_scripts and args.scripts is not None:  # the directory's scripts (e.g. the open corpus)
+                _inp, a_dataset = stage_inputs(inputs, work / "a_input")
+                report["A"] = part_a(None, work, warmup=not args.no_a_warmup, dataset=a_dataset)
+                report["A_ids"] = ids
+            else:
+                a_ids = ([t.id for t in load_dataset(bundled_dataset_path()).tasks[:args.a_limit]] if args.a_limit
+                         else ids)
+                report["A"] = part_a(a_ids, work, warmup=not args.no_a_warmup)
+                report["A_ids"] = a_ids
+        base = ours = None
+        if args.a_only:
+            raise _SkipB
         inp, dataset = stage_inputs(inputs, work)
-        base = None
         if not args.skip_baseline:
             if args.toolkit:
                 base = run_toolkit(args.toolkit.resolve(), inp, work, args.workers, args.render_timeout,
@@ -436,6 +455,8 @@ def main(argv=None) -> int:
         print(f"[B ours] {ours['wall_s']:.1f} s end to end", file=sys.stderr, flush=True)
         if base is not None:
             problems = compare(base, ours)
+    except _SkipB:
+        pass
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -457,7 +478,7 @@ def main(argv=None) -> int:
         target = 10 if args.scripts else 8
         print(f"B  ratio ours vs {'toolkit' if base['kind'] == 'toolkit' else RECREATION}: {ratio:.1f}x "
               f"(issue #19 target >= {target}x: {'met' if ratio >= target else 'NOT met'})")
-    else:
+    elif ours is not None:
         print(f"B  ours end to end: {ours['wall_s']:.1f} s; stages "
               + ", ".join(f"{k}={v}" for k, v in ours["stage_seconds"].items()))
     print(f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f}")
