@@ -72,6 +72,15 @@ class Broken(Scene):
         self.play(FadeIn(Square(color=ACCENT)), run_time=0.2)
 '''
 
+# every scene the audit would render is unhooked (Q-SPATIAL-1): the audit-only run's report is {}
+UNHOOKED = '''from manim import *
+
+
+class Solid(ThreeDScene):
+    def construct(self):
+        self.play(FadeIn(Square(side_length=9)), run_time=0.2)
+'''
+
 # raises inside the play's per-frame loop (the rate function, at the frames past 30 % of the play): the audit steps
 # the play at other times, so the render's failure is not the audit's: rendered again, audited separately
 FAILING_FRAME = '''from manim import *
@@ -192,7 +201,7 @@ def runs(tmp_path_factory):
     out = {}
     try:
         for name, script in (("plain", PLAIN), ("failing", FAILING), ("failing_module", FAILING_MODULE),
-                             ("reflects", REFLECTS), ("main_rebound", MAIN_REBOUND),
+                             ("unhooked", UNHOOKED), ("reflects", REFLECTS), ("main_rebound", MAIN_REBOUND),
                              ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
             out[name] = render_with_onepass(f"S-{name}", script, base / "onepass", cfg, REFERENCE, None, worker.run,
                                             acfg)
@@ -219,7 +228,7 @@ def runs(tmp_path_factory):
         worker.close()
     out["base"] = base
     out["plain_audit"] = audit_one("S-plain", PLAIN, base / "audit_only", AuditConfig())
-    for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE)):
+    for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE), ("unhooked", UNHOOKED)):
         out[f"{name}_audit"] = audit_one(f"S-{name}", script, base / "audit_only", AuditConfig())
     out["main_rebound_audit"] = audit_one("S-main", MAIN_REBOUND, base / "audit_only", AuditConfig())
     out["reflects_audit"] = audit_one("S-reflects", REFLECTS, base / "audit_only", AuditConfig())
@@ -329,6 +338,21 @@ def test_failed_one_pass_render_is_its_only_execution_when_the_audit_meets_the_s
         assert only["audit_success"] == 1 and only["error_detail"].startswith("salvaged after: ValueError")
     else:  # nothing to salvage
         assert only["audit_success"] == 0 and only["scene_errors"][0]["where"] == "runtime"
+
+
+@pytest.mark.slow
+def test_a_script_whose_scenes_are_all_unhooked_shares_the_audits_empty_report(runs):
+    row, only = dict(runs["unhooked"]), runs["unhooked_audit"]
+    shared = row.pop("_onepass_audit")
+    assert row["success"] and row["onepass"] == "shared" and row["manim_executions"] == 1
+    assert shared["report"] == {}
+    text = Path(runs["base"] / "audit_only" / "audits" / "S-unhooked" / "audit_report.json").read_text(
+        encoding="utf-8")
+    assert onepass_store.report_text(shared["report"]) == text  # the audit-only run hooks nothing either
+    got = onepass_store.write_shared_audit("S-unhooked", "x.py", shared, runs["base"] / "pipeline_audit")
+    for key in ("audit_success", "segment_count", "error_msg", "status", "error_kind", "scene_errors"):
+        assert got[key] == only[key], key
+    assert only["audit_success"] == 0  # "Audit produced no valid segments", in both
 
 
 @pytest.mark.slow
