@@ -124,6 +124,8 @@ def _install(state: _State) -> None:
     groups = tuple(getattr(manim, n) for n in GROUPS if hasattr(manim, n))
 
     def check_animation(anim) -> None:
+        for reason in _script_code_reasons(anim, state.req.get("code_file"), Mobject):
+            state.flag(reason)
         if isinstance(anim, _MethodAnimation):
             for method, _args, _kwargs in getattr(anim, "methods", []):
                 name = getattr(method, "__name__", "?")
@@ -266,6 +268,8 @@ def _install(state: _State) -> None:
                 value = module.__dict__.get(node.name)
                 if isinstance(value, type) and issubclass(value, original_scene):
                     state.audited.append(node.name)
+                    for name in _script_overrides(value, original_scene, state.req.get("code_file")):
+                        state.flag(f"scene_override:{name}")  # may run in the per-frame loop (play_internal)
                     if not issubclass(value, OnePassScene):
                         state.unhooked.add(node.name)
                         state.flag(f"unhooked_scene:{node.name}")
@@ -289,7 +293,7 @@ def _install(state: _State) -> None:
     def print_exception(*args, **kwargs):
         try:
             state.failure = frames.examine(sys.exc_info()[1], scene_started=state.scene is not None,
-                                           repr_seen=state.repr_seen)
+                                           repr_seen=lambda: state.repr_seen)
         except Exception as exc:  # noqa: BLE001 - never changes what is printed
             state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(exc).__name__}"}
         _write_side_file()
@@ -303,7 +307,7 @@ def _install(state: _State) -> None:
 
     def excepthook(exc_type, exc, tb):
         try:
-            state.failure = frames.examine(exc, scene_started=False, repr_seen=state.repr_seen,
+            state.failure = frames.examine(exc, scene_started=False, repr_seen=lambda: state.repr_seen,
                                            module_file=state.req.get("code_file"))
         except Exception as err:  # noqa: BLE001 - never changes what is printed
             state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(err).__name__}"}
@@ -379,6 +383,93 @@ def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
             return True
         frame, depth = frame.f_back, depth - 1
     return False
+
+
+# Script code the per-frame loop can run (issue 19 red team): a play steps its animations at the render's frame
+# times (15 fps) but at the audit's (60 fps) in the audit-only run, so script code called at each step -- a
+# ``rate_func``/``path_func``/``int_func`` written in the script (or a manim closure over one), or a method of a
+# script-defined Mobject class (``pointwise_become_partial``, ``interpolate``, ... are called per frame) -- runs a
+# different number of times, at different alphas. With a side effect (``calls.append(t)``), every later statement
+# of the script may differ between the two executions: the report, whether and where the scene fails.
+# Refused conservatively: any script callable an animation holds (also those manim calls once, at begin()), any
+# script-defined Mobject class among the mobjects it holds, and a scene class that overrides a manim Scene method
+# other than the entry points.
+SCENE_ENTRY_POINTS = frozenset({"construct", "setup", "tear_down"})
+
+
+def _is_script_code(code, code_file) -> bool:
+    return code_file is not None and getattr(code, "co_filename", None) == code_file
+
+
+def _script_callable(value, code_file, depth: int = 0) -> bool:
+    """Whether calling ``value`` may run script code (a script function, or a callable built around one)."""
+    if depth > 6 or value is None or isinstance(value, (int, float, complex, str, bytes, bool)):
+        return False
+    import functools
+    import types
+
+    if isinstance(value, types.MethodType):
+        return _script_callable(value.__func__, code_file, depth + 1) or _script_class(type(value.__self__),
+                                                                                       code_file)
+    if isinstance(value, types.FunctionType):
+        if _is_script_code(value.__code__, code_file):
+            return True
+        cells = [c.cell_contents for c in (value.__closure__ or ()) if _cell_set(c)]
+        extra = [*(value.__defaults__ or ()), *((value.__kwdefaults__ or {}).values())]
+        return any(_script_callable(v, code_file, depth + 1) for v in (*cells, *extra) if callable(v))
+    if isinstance(value, functools.partial):
+        parts = (value.func, *value.args, *value.keywords.values())
+        return any(_script_callable(v, code_file, depth + 1) for v in parts if callable(v))
+    pyfunc = value.__dict__.get("pyfunc") if hasattr(value, "__dict__") else None  # numpy.vectorize
+    if pyfunc is not None and _script_callable(pyfunc, code_file, depth + 1):
+        return True
+    if isinstance(value, type):
+        return _script_class(value, code_file)
+    return _script_class(type(value), code_file)
+
+
+def _cell_set(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _script_class(cls, code_file) -> bool:
+    """A class with a function written in the script anywhere in its MRO."""
+    for klass in getattr(cls, "__mro__", ()):
+        for attr in vars(klass).values():
+            func = getattr(attr, "__func__", attr)
+            if _is_script_code(getattr(func, "__code__", None), code_file):
+                return True
+    return False
+
+
+def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:
+    if code_file is None:
+        return ["script_code_unknown"]
+    reasons = []
+    for key, value in list(vars(anim).items()):
+        if isinstance(value, mobject_cls):
+            if any(_script_class(type(m), code_file) for m in value.get_family()):
+                reasons.append(f"script_mobject_class:{key}")
+        elif callable(value) and _script_callable(value, code_file):
+            reasons.append(f"script_callable:{key}")
+    return reasons
+
+
+def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
+    out = []
+    for klass in scene_cls.__mro__:
+        if klass is original_scene:
+            break
+        for name, attr in vars(klass).items():
+            func = getattr(attr, "__func__", attr)
+            if (name not in SCENE_ENTRY_POINTS and hasattr(original_scene, name)
+                    and _is_script_code(getattr(func, "__code__", None), code_file)):
+                out.append(name)
+    return out
 
 
 def _salvaged_report(state: _State, failure: dict) -> dict:
