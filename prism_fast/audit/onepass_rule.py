@@ -35,6 +35,9 @@ FLAG_ATTRS = frozenset({
     "add_updater", "updaters", "time", "renderer", "camera", "frame_rate", "pixel_width", "pixel_height",
     "config", "name", "wait_until", "stop_condition", "random_seed", "file_writer", "skip_animations",
     "_full_id", "frame_width", "frame_height", "match_updaters", "always",
+    # the scene's per-frame state, left by a play's last frame (issue 19 red team): `self.last_t` is the last frame
+    # time (14/15 of a 1 s play in the render, 59/60 in the audit-only run), `time_progression` its frame grid
+    "last_t", "time_progression",
 })
 FLAG_KEYWORDS = frozenset({"code_file", "file_name", "stop_condition"})
 # Reflection without a dunder or a flagged name. The render child runs the trusted observer (its state, the
