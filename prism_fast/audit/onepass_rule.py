@@ -27,6 +27,8 @@ FLAG_NAMES = frozenset({
     "VectorField", "Pixels", "getattr", "setattr", "delattr", "hasattr", "globals", "locals", "vars", "eval",
     "exec", "compile", "open", "input", "breakpoint", "exit", "quit", "repr", "id", "ImageMobject",
     "SVGMobject", "ImageMobjectFromCamera", "ChangingDecimal",
+    # a script property (`name`'s setter runs in Mobject.set(name=...), the injected call: see _injected_set_reasons)
+    "property",
     # the reference audit's compatibility shims (spatial_audit.md §2.2)
     "CENTER", "UP_LEFT", "UP_RIGHT", "DOWN_LEFT", "DOWN_RIGHT", "LIGHT_BLUE", "CYAN", "HGroup", "BulletList",
     "Colors",
@@ -197,6 +199,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("string_access:format")  # a template the rule cannot read
             elif _format_reads_attributes(template.value):
                 add("string_access:format_field")
+    for reason in _injected_set_reasons(tree):
+        add(reason)
     for annotation in _annotations(tree):
         if any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(annotation)):
             add("string_annotation")  # typing.get_type_hints / functools.singledispatch evaluate it
@@ -204,3 +208,47 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         add(reason)
     return reasons
 
+
+
+_WORD = __import__("re").compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _injected_set_reasons(tree: ast.AST) -> list[str]:
+    """The audit's name injection (``x.set(name="x")`` after every single-name assignment, audit/inject.py) runs in
+    the one-pass render too, not in a plain render: where ``set`` (or the setter of ``name``) can be script code,
+    that code runs in the one-pass render only -- its side effects change the render itself (a failure, a video a
+    plain render does not make; issue 19 red team). Refused: a script binding of ``set`` (a def, a name, an
+    attribute, a keyword, a string naming a field or a key ``set``, as ``namedtuple("P", "set")`` or
+    ``{"set": f}`` do), ``name`` bound in a class body, and ``type(name, bases, dict)``."""
+    out: list[str] = []
+
+    def add(reason: str) -> None:
+        if reason not in out:
+            out.append(reason)
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "set":
+            add("binds:set")
+        elif isinstance(node, ast.Name) and node.id == "set" and isinstance(node.ctx, (ast.Store, ast.Del)):
+            add("binds:set")
+        elif isinstance(node, ast.Attribute) and node.attr == "set" and isinstance(node.ctx, (ast.Store, ast.Del)):
+            add("binds:set")
+        elif isinstance(node, ast.keyword) and node.arg == "set":
+            add("keyword:set")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "set" in _WORD.findall(node.value):
+            add("string:set")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and (
+                len(node.args) + len(node.keywords) > 1):
+            add("dynamic_class")
+        elif isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                targets = []
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    targets = [stmt.name]
+                elif isinstance(stmt, ast.Assign):
+                    targets = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and isinstance(stmt.target, ast.Name):
+                    targets = [stmt.target.id]
+                if "name" in targets:
+                    add("binds:name")
+    return out
