@@ -393,8 +393,8 @@ def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
 # of the script may differ between the two executions: the report, whether and where the scene fails.
 # Refused conservatively: any script callable an animation holds (also those manim calls once, at begin()), any
 # script-defined Mobject class among the mobjects it holds, and a scene class that overrides a manim Scene method
-# other than the entry points.
-SCENE_ENTRY_POINTS = frozenset({"construct", "setup", "tear_down"})
+# other than the constructor and the entry points.
+SCENE_ENTRY_POINTS = frozenset({"__init__", "construct", "setup", "tear_down"})  # run once, outside any play
 
 
 def _is_script_code(code, code_file) -> bool:
