@@ -293,7 +293,7 @@ def _install(state: _State) -> None:
     def print_exception(*args, **kwargs):
         try:
             state.failure = frames.examine(sys.exc_info()[1], scene_started=state.scene is not None,
-                                           repr_seen=lambda: state.repr_seen, render_dirs=_render_dirs())
+                                           repr_seen=lambda: state.repr_seen)
         except Exception as exc:  # noqa: BLE001 - never changes what is printed
             state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(exc).__name__}"}
         _write_side_file()
@@ -308,7 +308,7 @@ def _install(state: _State) -> None:
     def excepthook(exc_type, exc, tb):
         try:
             state.failure = frames.examine(exc, scene_started=False, repr_seen=lambda: state.repr_seen,
-                                           module_file=state.req.get("code_file"), render_dirs=_render_dirs())
+                                           module_file=state.req.get("code_file"))
         except Exception as err:  # noqa: BLE001 - never changes what is printed
             state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(err).__name__}"}
         _write_side_file()
@@ -470,16 +470,6 @@ def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
                     and _is_script_code(getattr(func, "__code__", None), code_file)):
                 out.append(name)
     return out
-
-
-def _render_dirs() -> tuple[str, ...]:
-    """The render's working directory (the sample's temp dir, which holds its media dir), as the paths in an
-    error text may spell it."""
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        return ()
-    return tuple({cwd, os.path.realpath(cwd)})
 
 
 def _salvaged_report(state: _State, failure: dict) -> dict:

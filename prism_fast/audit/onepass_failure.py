@@ -78,7 +78,7 @@ class Frames:
                    allowed={_code(CairoRenderer.play)}, denied_dirs=dirs, render=_code(original_scene.render))
 
     def examine(self, exc: BaseException | None, scene_started: bool, repr_seen,
-                module_file: str | None = None, render_dirs: tuple[str, ...] = ()) -> dict:
+                module_file: str | None = None) -> dict:
         """The verdict on the exception about to be printed: ``{"printed_as_plain", "accept", "why", "where",
         "error", "type"}``.
 
@@ -91,9 +91,7 @@ class Frames:
         child's top level for the excepthook), the same frame in both executions: it is not examined. With
         ``module_file`` (the excepthook's case: manim's CLI did not catch it) the audit meets it only if it was
         raised while the script's module body ran: anything else is an error of the CLI. ``repr_seen``: a bool, or
-        a callable read after the exceptions' texts are built (building them may run a mobject's repr).
-        ``render_dirs``: the render's own directories (its cwd, which holds its media dir): a text naming one is
-        not the audit's."""
+        a callable read after the exceptions' texts are built (building them may run a mobject's repr)."""
         if exc is None:
             return {"printed_as_plain": False, "accept": False, "why": "no_exception"}
         in_render = scene_started or any(tb.tb_frame.f_code is self.render for tb in _entries(exc.__traceback__))
@@ -109,10 +107,6 @@ class Frames:
             # a BaseException that is no Exception (``class Boom(BaseException)`` raised by the module body): the
             # audit-only run's child does not catch it either -- its process dies, its row has no salvage
             audit_why = f"exception:{type(exc).__name__}"
-        elif any(d and d in text for d in render_dirs for text in texts):
-            # the text names the render's own directory (a LaTeX error's log path under its media dir): the
-            # audit-only run meets it with its own directory in the text
-            audit_why = "error_names_the_render_dir"
         if audit_why is None and module_file is not None and not any(
                 tb.tb_frame.f_code.co_name == "<module>" and tb.tb_frame.f_code.co_filename == module_file
                 for tb in _entries(exc.__traceback__)):

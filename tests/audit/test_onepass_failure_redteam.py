@@ -8,7 +8,6 @@ Real renders (prefork worker) and real audits; one worker shared through a modul
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
@@ -96,18 +95,6 @@ class Boom(BaseException):
 raise Boom("x")
 '''
 
-# the LaTeX error names the log file under the render's own media dir
-LATEX = '''from manim import *
-
-
-class S(Scene):
-    def construct(self):
-        c = Circle()
-        self.play(Create(c))
-        m = MathTex(r"\\frac{")
-        self.play(Create(m))
-'''
-
 # the scene's last frame time after a play: 14/15 s in the render, 59/60 s in the audit-only run
 LAST_T = '''from manim import *
 
@@ -143,9 +130,7 @@ class S(Scene):
 '''
 
 SCRIPTS = {"rate_func": RATE_FUNC, "mobject_class": MOBJECT_CLASS, "repr_arg": REPR_ARG,
-           "repr_chained": REPR_CHAINED, "base_exception": BASE_EXCEPTION, "latex": LATEX}
-if shutil.which("latex") is None:
-    SCRIPTS.pop("latex")
+           "repr_chained": REPR_CHAINED, "base_exception": BASE_EXCEPTION}
 STATIC = {"last_t": (LAST_T, "attr:last_t"), "injected_set": (INJECTED_SET, "binds:set")}
 
 TIMING = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "written_at_ns", "onepass", "onepass_reasons",
