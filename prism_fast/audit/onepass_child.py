@@ -316,6 +316,22 @@ def _install(state: _State) -> None:
 
     sys.excepthook = excepthook
 
+    # a Mobject class of the script with methods of its own: the render's camera (per frame) and the audit's
+    # snapshots call them (get_family, get_points, ...) a different number of times than a plain render or the
+    # audit-only run, so their side effects can change everything after (issue 19 red team); its __init__ runs once
+    real_init_subclass = Mobject.__dict__["__init_subclass__"]
+
+    def init_subclass(cls, **kwargs):
+        real_init_subclass.__get__(None, cls)(**kwargs)
+        try:
+            for name in _script_methods(cls, state.req.get("code_file")):
+                state.flag(f"script_mobject_method:{cls.__name__}.{name}")
+        except Exception as exc:  # noqa: BLE001 - never breaks the script
+            state.flag(f"guard_error:{type(exc).__name__}")
+
+    Mobject.__init_subclass__ = classmethod(init_subclass)
+    frames.passes[init_subclass.__code__] = {real_init_subclass.__func__.__code__}  # a pass-through frame
+
     real_repr = Mobject.__repr__
 
     progress_code = original_scene._get_animation_time_progression.__code__
@@ -444,6 +460,20 @@ def _script_class(cls, code_file) -> bool:
             if _is_script_code(getattr(func, "__code__", None), code_file):
                 return True
     return False
+
+
+def _script_methods(cls, code_file) -> list[str]:
+    """The names of the functions the script defines in the class body (but ``__init__``, run once)."""
+    if code_file is None:
+        return ["<unknown script>"]
+    out = []
+    for name, attr in vars(cls).items():
+        funcs = [getattr(attr, "__func__", attr)]
+        if isinstance(attr, property):
+            funcs = [attr.fget, attr.fset, attr.fdel]
+        if name != "__init__" and any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs):
+            out.append(name)
+    return out
 
 
 def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:

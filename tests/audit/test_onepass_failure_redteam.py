@@ -129,7 +129,30 @@ class S(Scene):
         self.play(c.animate.shift(RIGHT))
 '''
 
-SCRIPTS = {"rate_func": RATE_FUNC, "mobject_class": MOBJECT_CLASS, "repr_arg": REPR_ARG,
+# a script Mobject class that is never animated: the render's camera and the one-pass audit's snapshots call its
+# get_family a different number of times than a plain render or the audit-only run (plain 9, one-pass 12)
+SNAPSHOT_METHOD = '''from manim import *
+
+seen = []
+
+
+class Sq(Square):
+    def get_family(self, recurse=True):
+        seen.append(1)
+        return super().get_family(recurse)
+
+
+class S(Scene):
+    def construct(self):
+        s = Sq()
+        self.add(s)
+        c = Circle()
+        self.play(Create(c))
+        self.remove(c)
+        raise ValueError(len(seen))
+'''
+
+SCRIPTS = {"snapshot_method": SNAPSHOT_METHOD, "rate_func": RATE_FUNC, "mobject_class": MOBJECT_CLASS, "repr_arg": REPR_ARG,
            "repr_chained": REPR_CHAINED, "base_exception": BASE_EXCEPTION}
 STATIC = {"last_t": (LAST_T, "attr:last_t"), "injected_set": (INJECTED_SET, "binds:set")}
 
