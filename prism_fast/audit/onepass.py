@@ -115,7 +115,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
 
 # Reasons after which the one-pass render itself may differ from a plain render (not only its report): script
 # methods of a Mobject class, which the audit's snapshots call in the one-pass render only (issue 19 red team)
-RENDER_CHANGING = ("script_mobject_method:",)
+RENDER_CHANGING = ("script_mobject_method:", "script_patch:", "scene_override:")
 
 
 # A script whose every scene is unhooked (Q-SPATIAL-1) gets the report {} from the audit-only run only if that

@@ -77,6 +77,20 @@ class _State:
         self.repr_seen = False
         self.unhooked: set[str] = set()  # audited scene classes outside the hooked Scene (Q-SPATIAL-1)
         self.salvaged = None  # the failed scene's salvaged report, once computed
+        self.baseline = None  # the libraries' callables after install (_library_callables)
+
+    def check_patches(self, scene=None) -> None:
+        if self.baseline is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            for where in _patched(self.baseline):
+                self.flag(f"script_patch:{where}")
+            for where in _instance_patches(scene if scene is not None else self.scene):
+                self.flag(f"script_patch:{where}")
+        except Exception as exc:  # noqa: BLE001
+            self.flag(f"guard_error:{type(exc).__name__}")
+        self.audit_sec += time.perf_counter() - t0
 
     def flag(self, reason: str) -> None:
         if reason not in self.reasons:
@@ -163,6 +177,7 @@ def _install(state: _State) -> None:
             super().ensure_audit_vars()
 
         def compile_animation_data(self, *args, **kwargs):
+            state.check_patches(self)
             result = super().compile_animation_data(*args, **kwargs)
             t0 = time.perf_counter()
             try:
@@ -187,6 +202,7 @@ def _install(state: _State) -> None:
                 state.flag(f"guard_error:{type(exc).__name__}")
 
         def remove(self, *mobjects):
+            state.check_patches(self)
             hooks.ERR_STREAM = quiet
             try:
                 return super().remove(*mobjects)
@@ -372,6 +388,12 @@ def _install(state: _State) -> None:
 
     manimpango.text2svg = text2svg
 
+    # the script must not patch the libraries (issue 19 red team: `Square.get_family = counted` runs in the render's
+    # camera and in the one-pass audit's snapshots, a different number of times than in a plain render): every
+    # callable of their modules and classes, as the observers leave them, is compared at every play, remove and
+    # at the end
+    state.baseline = _library_callables()
+
 
 _SVG_HEAD = re.compile(rb"<svg\b[^>]*>")
 _SURFACE_ID = re.compile(rb'id="surface\d+"')
@@ -502,6 +524,70 @@ def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
     return out
 
 
+PATCH_WATCHED = ("manim", "manimpango", "numpy", "scipy", "cairo", "PIL", "math", "cmath", "random", "itertools",
+                 "functools", "collections", "operator", "statistics", "colorsys", "copy", "decimal", "fractions",
+                 "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers")
+
+
+def _library_callables() -> dict:
+    """``{(module, class or "", name): value}`` of every callable (function, class, descriptor) bound in the watched
+    libraries' modules and in the classes they define."""
+    out = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or mod_name.split(".")[0] not in PATCH_WATCHED:
+            continue
+        try:
+            items = list(vars(mod).items())
+        except TypeError:
+            continue
+        for name, value in items:
+            if callable(value) or hasattr(value, "__get__"):
+                out[(mod_name, "", name)] = value
+            if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
+                for attr, member in list(vars(value).items()):
+                    if callable(member) or hasattr(member, "__get__"):
+                        out[(mod_name, value.__qualname__, attr)] = member
+    return out
+
+
+def _instance_patches(scene) -> list[str]:
+    """A method shadowed on an instance (``square.get_family = f``): the scene's and its mobjects'."""
+    if scene is None:
+        return []
+    out = set()
+    for obj in (scene, *[m for top in list(getattr(scene, "mobjects", None) or []) for m in top.get_family()]):
+        cls = type(obj)
+        for name, value in list(getattr(obj, "__dict__", {}).items()):
+            if callable(value) and callable(getattr(cls, name, None)):
+                out.add(f"{cls.__name__}().{name}")
+    return sorted(out)[:5]
+
+
+_MISSING = object()
+_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _ours(value) -> bool:
+    func = getattr(value, "__func__", value)
+    code = getattr(func, "__code__", None)
+    return code is not None and os.path.abspath(code.co_filename).startswith(_OWN_PACKAGE)
+
+
+def _patched(baseline: dict) -> list[str]:
+    """What changed since ``baseline``: a callable rebound, or one bound on a watched class under a name it did not
+    have (``Square.get_family = f``, inherited before). New modules (imported later) are not changes."""
+    now = _library_callables()
+    classes = {(k[0], k[1]) for k in baseline if k[1]}
+    out = set()
+    for key, value in now.items():
+        old = baseline.get(key, _MISSING)
+        if old is value or _ours(value):
+            continue  # unchanged, or the render's own instruments (execute/textboxes.py wraps renderer methods)
+        if old is not _MISSING or (key[1] and (key[0], key[1]) in classes):
+            out.add(".".join(p for p in key if p))
+    return sorted(out)[:5]
+
+
 def _salvaged_report(state: _State, failure: dict) -> dict:
     """The report the audit-only run writes for a script whose scene raised (child.run_audit, spatial_audit.md §3
     step 6): the scene's snapshots salvaged when it has any (process_final_results' salvage case), else ``{}``;
@@ -531,6 +617,7 @@ def _write_side_file() -> None:
     if state is None:
         return
     try:
+        state.check_patches()
         scene = state.scene
         for evidence in (state.guard.verify(scene) if state.guard is not None else ["no_guard"]):
             state.flag(f"tamper:{evidence}")  # the separate audit then judges (and marks) the script

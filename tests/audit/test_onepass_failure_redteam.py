@@ -152,7 +152,33 @@ class S(Scene):
         raise ValueError(len(seen))
 '''
 
-SCRIPTS = {"snapshot_method": SNAPSHOT_METHOD, "rate_func": RATE_FUNC, "mobject_class": MOBJECT_CLASS, "repr_arg": REPR_ARG,
+# the same through a patched library class, and through a method shadowed on an instance
+CLASS_PATCH = SNAPSHOT_METHOD.replace('''class Sq(Square):
+    def get_family(self, recurse=True):
+        seen.append(1)
+        return super().get_family(recurse)
+''', '''real = Square.get_family
+
+
+def counted(self, recurse=True):
+    seen.append(1)
+    return real(self, recurse)
+
+
+Square.get_family = counted
+''').replace("s = Sq()", "s = Square()")
+
+INSTANCE_PATCH = SNAPSHOT_METHOD.replace('''class Sq(Square):
+    def get_family(self, recurse=True):
+        seen.append(1)
+        return super().get_family(recurse)
+''', "").replace('''        s = Sq()
+''', '''        s = Square()
+        real = s.get_family
+        s.get_family = lambda recurse=True: seen.append(1) or real(recurse)
+''')
+
+SCRIPTS = {"snapshot_method": SNAPSHOT_METHOD, "class_patch": CLASS_PATCH, "instance_patch": INSTANCE_PATCH, "rate_func": RATE_FUNC, "mobject_class": MOBJECT_CLASS, "repr_arg": REPR_ARG,
            "repr_chained": REPR_CHAINED, "base_exception": BASE_EXCEPTION}
 STATIC = {"last_t": (LAST_T, "attr:last_t"), "injected_set": (INJECTED_SET, "binds:set")}
 
