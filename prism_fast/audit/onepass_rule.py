@@ -9,6 +9,7 @@ blocks, imports outside a short list, reflection, ...). Pure: text in, reasons o
 from __future__ import annotations
 
 import ast
+import re
 import string
 import sys
 
@@ -210,7 +211,7 @@ def _static_reasons(tree: ast.AST) -> list[str]:
 
 
 
-_WORD = __import__("re").compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _injected_set_reasons(tree: ast.AST) -> list[str]:
