@@ -485,16 +485,18 @@ def _script_class(cls, code_file) -> bool:
 
 
 def _script_methods(cls, code_file) -> list[str]:
-    """The names of the functions the script defines in the class body (but ``__init__``, run once)."""
+    """The names of the functions the script defines in the class or its bases (but ``__init__``, run once)."""
     if code_file is None:
         return ["<unknown script>"]
     out = []
-    for name, attr in vars(cls).items():
-        funcs = [getattr(attr, "__func__", attr)]
-        if isinstance(attr, property):
-            funcs = [attr.fget, attr.fset, attr.fdel]
-        if name != "__init__" and any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs):
-            out.append(name)
+    for klass in cls.__mro__:  # a script mixin's methods too (`class Sq(Mixin, Square)`)
+        for name, attr in vars(klass).items():
+            funcs = [getattr(attr, "__func__", attr)]
+            if isinstance(attr, property):
+                funcs = [attr.fget, attr.fset, attr.fdel]
+            if (name != "__init__" and name not in out
+                    and any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs)):
+                out.append(name)
     return out
 
 

@@ -178,7 +178,23 @@ INSTANCE_PATCH = SNAPSHOT_METHOD.replace('''class Sq(Square):
         s.get_family = lambda recurse=True: seen.append(1) or real(recurse)
 ''')
 
-SCRIPTS = {"snapshot_method": SNAPSHOT_METHOD, "class_patch": CLASS_PATCH, "instance_patch": INSTANCE_PATCH, "rate_func": RATE_FUNC, "mobject_class": MOBJECT_CLASS, "repr_arg": REPR_ARG,
+# the same through a mixin of the script's (the Mobject subclass itself defines nothing)
+MIXIN = SNAPSHOT_METHOD.replace('''class Sq(Square):
+    def get_family(self, recurse=True):
+        seen.append(1)
+        return super().get_family(recurse)
+''', '''class Mix:
+    def get_family(self, recurse=True):
+        seen.append(1)
+        return Square.get_family(self, recurse)
+
+
+class Sq(Mix, Square):
+    pass
+''')
+
+SCRIPTS = {"snapshot_method": SNAPSHOT_METHOD, "class_patch": CLASS_PATCH, "instance_patch": INSTANCE_PATCH,
+           "mixin": MIXIN, "rate_func": RATE_FUNC, "mobject_class": MOBJECT_CLASS, "repr_arg": REPR_ARG,
            "repr_chained": REPR_CHAINED, "base_exception": BASE_EXCEPTION}
 STATIC = {"last_t": (LAST_T, "attr:last_t"), "injected_set": (INJECTED_SET, "binds:set")}
 
