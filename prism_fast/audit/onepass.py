@@ -79,6 +79,13 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     if not executed(row):  # a cache hit or a trusted existing video: nothing ran, nothing observed
         row.update(onepass="separate", onepass_reasons=["not_executed"], manim_executions=0)
         return row
+    changed = [r for r in (doc or {}).get("reasons") or [] if r.startswith(RENDER_CHANGING)]
+    if changed:
+        # the observers may have changed the render itself: rendered again without them (success or failure)
+        plain = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
+        plain.update(onepass="fallback", onepass_reasons=["render_changed", *doc["reasons"]],
+                     manim_executions=1 + (plain.get("manim_executions") or 1))
+        return plain
     if not row["success"]:
         kept = _failed_render(row, doc)
         if kept is not None:  # the row is the plain render's; the audit is salvaged from it, or runs separately
@@ -104,6 +111,11 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
                    _onepass_audit={"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0),
                                    "engine": doc.get("engine")})
     return row
+
+
+# Reasons after which the one-pass render itself may differ from a plain render (not only its report): script
+# methods of a Mobject class, which the audit's snapshots call in the one-pass render only (issue 19 red team)
+RENDER_CHANGING = ("script_mobject_method:", "script_patch:", "scene_override:")
 
 
 # A script whose every scene is unhooked (Q-SPATIAL-1) gets the report {} from the audit-only run only if that

@@ -77,6 +77,20 @@ class _State:
         self.repr_seen = False
         self.unhooked: set[str] = set()  # audited scene classes outside the hooked Scene (Q-SPATIAL-1)
         self.salvaged = None  # the failed scene's salvaged report, once computed
+        self.baseline = None  # the libraries' callables after install (_library_callables)
+
+    def check_patches(self, scene=None) -> None:
+        if self.baseline is None:
+            return
+        t0 = time.perf_counter()
+        try:
+            for where in _patched(self.baseline):
+                self.flag(f"script_patch:{where}")
+            for where in _instance_patches(scene if scene is not None else self.scene):
+                self.flag(f"script_patch:{where}")
+        except Exception as exc:  # noqa: BLE001
+            self.flag(f"guard_error:{type(exc).__name__}")
+        self.audit_sec += time.perf_counter() - t0
 
     def flag(self, reason: str) -> None:
         if reason not in self.reasons:
@@ -124,6 +138,8 @@ def _install(state: _State) -> None:
     groups = tuple(getattr(manim, n) for n in GROUPS if hasattr(manim, n))
 
     def check_animation(anim) -> None:
+        for reason in _script_code_reasons(anim, state.req.get("code_file"), Mobject):
+            state.flag(reason)
         if isinstance(anim, _MethodAnimation):
             for method, _args, _kwargs in getattr(anim, "methods", []):
                 name = getattr(method, "__name__", "?")
@@ -161,6 +177,7 @@ def _install(state: _State) -> None:
             super().ensure_audit_vars()
 
         def compile_animation_data(self, *args, **kwargs):
+            state.check_patches(self)
             result = super().compile_animation_data(*args, **kwargs)
             t0 = time.perf_counter()
             try:
@@ -185,6 +202,7 @@ def _install(state: _State) -> None:
                 state.flag(f"guard_error:{type(exc).__name__}")
 
         def remove(self, *mobjects):
+            state.check_patches(self)
             hooks.ERR_STREAM = quiet
             try:
                 return super().remove(*mobjects)
@@ -266,6 +284,8 @@ def _install(state: _State) -> None:
                 value = module.__dict__.get(node.name)
                 if isinstance(value, type) and issubclass(value, original_scene):
                     state.audited.append(node.name)
+                    for name in _script_overrides(value, original_scene, state.req.get("code_file")):
+                        state.flag(f"scene_override:{name}")  # may run in the per-frame loop (play_internal)
                     if not issubclass(value, OnePassScene):
                         state.unhooked.add(node.name)
                         state.flag(f"unhooked_scene:{node.name}")
@@ -289,7 +309,7 @@ def _install(state: _State) -> None:
     def print_exception(*args, **kwargs):
         try:
             state.failure = frames.examine(sys.exc_info()[1], scene_started=state.scene is not None,
-                                           repr_seen=state.repr_seen)
+                                           repr_seen=lambda: state.repr_seen)
         except Exception as exc:  # noqa: BLE001 - never changes what is printed
             state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(exc).__name__}"}
         _write_side_file()
@@ -303,7 +323,7 @@ def _install(state: _State) -> None:
 
     def excepthook(exc_type, exc, tb):
         try:
-            state.failure = frames.examine(exc, scene_started=False, repr_seen=state.repr_seen,
+            state.failure = frames.examine(exc, scene_started=False, repr_seen=lambda: state.repr_seen,
                                            module_file=state.req.get("code_file"))
         except Exception as err:  # noqa: BLE001 - never changes what is printed
             state.failure = {"printed_as_plain": False, "accept": False, "why": f"examine_failed:{type(err).__name__}"}
@@ -311,6 +331,22 @@ def _install(state: _State) -> None:
         return real_excepthook(exc_type, exc, tb)
 
     sys.excepthook = excepthook
+
+    # a Mobject class of the script with methods of its own: the render's camera (per frame) and the audit's
+    # snapshots call them (get_family, get_points, ...) a different number of times than a plain render or the
+    # audit-only run, so their side effects can change everything after (issue 19 red team); its __init__ runs once
+    real_init_subclass = Mobject.__dict__["__init_subclass__"]
+
+    def init_subclass(cls, **kwargs):
+        real_init_subclass.__get__(None, cls)(**kwargs)
+        try:
+            for name in _script_methods(cls, state.req.get("code_file")):
+                state.flag(f"script_mobject_method:{cls.__name__}.{name}")
+        except Exception as exc:  # noqa: BLE001 - never breaks the script
+            state.flag(f"guard_error:{type(exc).__name__}")
+
+    Mobject.__init_subclass__ = classmethod(init_subclass)
+    frames.passes[init_subclass.__code__] = {real_init_subclass.__func__.__code__}  # a pass-through frame
 
     real_repr = Mobject.__repr__
 
@@ -352,6 +388,12 @@ def _install(state: _State) -> None:
 
     manimpango.text2svg = text2svg
 
+    # the script must not patch the libraries (issue 19 red team: `Square.get_family = counted` runs in the render's
+    # camera and in the one-pass audit's snapshots, a different number of times than in a plain render): every
+    # callable of their modules and classes, as the observers leave them, is compared at every play, remove and
+    # at the end
+    state.baseline = _library_callables()
+
 
 _SVG_HEAD = re.compile(rb"<svg\b[^>]*>")
 _SURFACE_ID = re.compile(rb'id="surface\d+"')
@@ -379,6 +421,173 @@ def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
             return True
         frame, depth = frame.f_back, depth - 1
     return False
+
+
+# Script code the per-frame loop can run (issue 19 red team): a play steps its animations at the render's frame
+# times (15 fps) but at the audit's (60 fps) in the audit-only run, so script code called at each step -- a
+# ``rate_func``/``path_func``/``int_func`` written in the script (or a manim closure over one), or a method of a
+# script-defined Mobject class (``pointwise_become_partial``, ``interpolate``, ... are called per frame) -- runs a
+# different number of times, at different alphas. With a side effect (``calls.append(t)``), every later statement
+# of the script may differ between the two executions: the report, whether and where the scene fails.
+# Refused conservatively: any script callable an animation holds (also those manim calls once, at begin()), any
+# script-defined Mobject class among the mobjects it holds, and a scene class that overrides a manim Scene method
+# other than the constructor and the entry points.
+SCENE_ENTRY_POINTS = frozenset({"__init__", "construct", "setup", "tear_down"})  # run once, outside any play
+
+
+def _is_script_code(code, code_file) -> bool:
+    return code_file is not None and getattr(code, "co_filename", None) == code_file
+
+
+def _script_callable(value, code_file, depth: int = 0) -> bool:
+    """Whether calling ``value`` may run script code (a script function, or a callable built around one)."""
+    if depth > 6 or value is None or isinstance(value, (int, float, complex, str, bytes, bool)):
+        return False
+    import functools
+    import types
+
+    if isinstance(value, types.MethodType):
+        return _script_callable(value.__func__, code_file, depth + 1) or _script_class(type(value.__self__),
+                                                                                       code_file)
+    if isinstance(value, types.FunctionType):
+        if _is_script_code(value.__code__, code_file):
+            return True
+        cells = [c.cell_contents for c in (value.__closure__ or ()) if _cell_set(c)]
+        extra = [*(value.__defaults__ or ()), *((value.__kwdefaults__ or {}).values())]
+        return any(_script_callable(v, code_file, depth + 1) for v in (*cells, *extra) if callable(v))
+    if isinstance(value, functools.partial):
+        parts = (value.func, *value.args, *value.keywords.values())
+        return any(_script_callable(v, code_file, depth + 1) for v in parts if callable(v))
+    pyfunc = value.__dict__.get("pyfunc") if hasattr(value, "__dict__") else None  # numpy.vectorize
+    if pyfunc is not None and _script_callable(pyfunc, code_file, depth + 1):
+        return True
+    if isinstance(value, type):
+        return _script_class(value, code_file)
+    return _script_class(type(value), code_file)
+
+
+def _cell_set(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _script_class(cls, code_file) -> bool:
+    """A class with a function written in the script anywhere in its MRO."""
+    for klass in getattr(cls, "__mro__", ()):
+        for attr in vars(klass).values():
+            func = getattr(attr, "__func__", attr)
+            if _is_script_code(getattr(func, "__code__", None), code_file):
+                return True
+    return False
+
+
+def _script_methods(cls, code_file) -> list[str]:
+    """The names of the functions the script defines in the class or its bases (but ``__init__``, run once)."""
+    if code_file is None:
+        return ["<unknown script>"]
+    out = []
+    for klass in cls.__mro__:  # a script mixin's methods too (`class Sq(Mixin, Square)`)
+        for name, attr in vars(klass).items():
+            funcs = [getattr(attr, "__func__", attr)]
+            if isinstance(attr, property):
+                funcs = [attr.fget, attr.fset, attr.fdel]
+            if (name != "__init__" and name not in out
+                    and any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs)):
+                out.append(name)
+    return out
+
+
+def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:
+    if code_file is None:
+        return ["script_code_unknown"]
+    reasons = []
+    for key, value in list(vars(anim).items()):
+        if isinstance(value, mobject_cls):
+            if any(_script_class(type(m), code_file) for m in value.get_family()):
+                reasons.append(f"script_mobject_class:{key}")
+        elif callable(value) and _script_callable(value, code_file):
+            reasons.append(f"script_callable:{key}")
+    return reasons
+
+
+def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
+    out = []
+    for klass in scene_cls.__mro__:
+        if klass is original_scene:
+            break
+        for name, attr in vars(klass).items():
+            func = getattr(attr, "__func__", attr)
+            if (name not in SCENE_ENTRY_POINTS and hasattr(original_scene, name)
+                    and _is_script_code(getattr(func, "__code__", None), code_file)):
+                out.append(name)
+    return out
+
+
+PATCH_WATCHED = ("manim", "manimpango", "numpy", "scipy", "cairo", "PIL", "math", "cmath", "random", "itertools",
+                 "functools", "collections", "operator", "statistics", "colorsys", "copy", "decimal", "fractions",
+                 "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers")
+
+
+def _library_callables() -> dict:
+    """``{(module, class or "", name): value}`` of every callable (function, class, descriptor) bound in the watched
+    libraries' modules and in the classes they define."""
+    out = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or mod_name.split(".")[0] not in PATCH_WATCHED:
+            continue
+        try:
+            items = list(vars(mod).items())
+        except TypeError:
+            continue
+        for name, value in items:
+            if callable(value) or hasattr(value, "__get__"):
+                out[(mod_name, "", name)] = value
+            if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
+                for attr, member in list(vars(value).items()):
+                    if callable(member) or hasattr(member, "__get__"):
+                        out[(mod_name, value.__qualname__, attr)] = member
+    return out
+
+
+def _instance_patches(scene) -> list[str]:
+    """A method shadowed on an instance (``square.get_family = f``): the scene's and its mobjects'."""
+    if scene is None:
+        return []
+    out = set()
+    for obj in (scene, *[m for top in list(getattr(scene, "mobjects", None) or []) for m in top.get_family()]):
+        cls = type(obj)
+        for name, value in list(getattr(obj, "__dict__", {}).items()):
+            if callable(value) and callable(getattr(cls, name, None)):
+                out.add(f"{cls.__name__}().{name}")
+    return sorted(out)[:5]
+
+
+_MISSING = object()
+_OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _ours(value) -> bool:
+    func = getattr(value, "__func__", value)
+    code = getattr(func, "__code__", None)
+    return code is not None and os.path.abspath(code.co_filename).startswith(_OWN_PACKAGE)
+
+
+def _patched(baseline: dict) -> list[str]:
+    """What changed since ``baseline``: a callable rebound, or one bound on a watched class under a name it did not
+    have (``Square.get_family = f``, inherited before). New modules (imported later) are not changes."""
+    now = _library_callables()
+    classes = {(k[0], k[1]) for k in baseline if k[1]}
+    out = set()
+    for key, value in now.items():
+        old = baseline.get(key, _MISSING)
+        if old is value or _ours(value):
+            continue  # unchanged, or the render's own instruments (execute/textboxes.py wraps renderer methods)
+        if old is not _MISSING or (key[1] and (key[0], key[1]) in classes):
+            out.add(".".join(p for p in key if p))
+    return sorted(out)[:5]
 
 
 def _salvaged_report(state: _State, failure: dict) -> dict:
@@ -410,6 +619,7 @@ def _write_side_file() -> None:
     if state is None:
         return
     try:
+        state.check_patches()
         scene = state.scene
         for evidence in (state.guard.verify(scene) if state.guard is not None else ["no_guard"]):
             state.flag(f"tamper:{evidence}")  # the separate audit then judges (and marks) the script

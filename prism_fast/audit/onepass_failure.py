@@ -79,7 +79,7 @@ class Frames:
         return cls(passes=passes, denied={c for c in denied if c is not None},
                    allowed={_code(CairoRenderer.play)}, denied_dirs=dirs, render=_code(original_scene.render))
 
-    def examine(self, exc: BaseException | None, scene_started: bool, repr_seen: bool,
+    def examine(self, exc: BaseException | None, scene_started: bool, repr_seen,
                 module_file: str | None = None) -> dict:
         """The verdict on the exception about to be printed: ``{"printed_as_plain", "accept", "why", "where",
         "error", "type"}``.
@@ -92,15 +92,24 @@ class Frames:
         The first frame of the exception's own traceback is where it was caught (manim's CLI, or the render
         child's top level for the excepthook), the same frame in both executions: it is not examined. With
         ``module_file`` (the excepthook's case: manim's CLI did not catch it) the audit meets it only if it was
-        raised while the script's module body ran: anything else is an error of the CLI."""
+        raised while the script's module body ran: anything else is an error of the CLI. ``repr_seen``: a bool, or
+        a callable read after the exceptions' texts are built (building them may run a mobject's repr)."""
         if exc is None:
             return {"printed_as_plain": False, "accept": False, "why": "no_exception"}
         in_render = scene_started or any(tb.tb_frame.f_code is self.render for tb in _entries(exc.__traceback__))
+        # the text of every exception Rich prints, before ``repr_seen`` is read: an exception whose argument is a
+        # mobject (``raise ValueError(circle)``, ``{}[circle]``) runs the mobject's repr (its injected name) only
+        # when it is printed
+        texts = [_error_text(one) for one in _chain(exc)]
         verdict = {"printed_as_plain": False, "accept": False, "where": "render" if in_render else "runtime",
-                   "error": _error_text(exc), "type": type(exc).__name__}
-        why = "mobject_repr" if repr_seen else None
+                   "error": texts[0], "type": type(exc).__name__}
+        why = "mobject_repr" if (repr_seen() if callable(repr_seen) else repr_seen) else None
         audit_why = None
-        if module_file is not None and not any(
+        if not isinstance(exc, Exception):
+            # a BaseException that is no Exception (``class Boom(BaseException)`` raised by the module body): the
+            # audit-only run's child does not catch it either -- its process dies, its row has no salvage
+            audit_why = f"exception:{type(exc).__name__}"
+        if audit_why is None and module_file is not None and not any(
                 tb.tb_frame.f_code.co_name == "<module>" and tb.tb_frame.f_code.co_filename == module_file
                 for tb in _entries(exc.__traceback__)):
             audit_why = "not_in_the_script_module"

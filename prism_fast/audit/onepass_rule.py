@@ -9,6 +9,7 @@ blocks, imports outside a short list, reflection, ...). Pure: text in, reasons o
 from __future__ import annotations
 
 import ast
+import re
 import string
 import sys
 
@@ -27,6 +28,8 @@ FLAG_NAMES = frozenset({
     "VectorField", "Pixels", "getattr", "setattr", "delattr", "hasattr", "globals", "locals", "vars", "eval",
     "exec", "compile", "open", "input", "breakpoint", "exit", "quit", "repr", "id", "ImageMobject",
     "SVGMobject", "ImageMobjectFromCamera", "ChangingDecimal",
+    # a script property (`name`'s setter runs in Mobject.set(name=...), the injected call: see _injected_set_reasons)
+    "property",
     # the reference audit's compatibility shims (spatial_audit.md §2.2)
     "CENTER", "UP_LEFT", "UP_RIGHT", "DOWN_LEFT", "DOWN_RIGHT", "LIGHT_BLUE", "CYAN", "HGroup", "BulletList",
     "Colors",
@@ -35,6 +38,9 @@ FLAG_ATTRS = frozenset({
     "add_updater", "updaters", "time", "renderer", "camera", "frame_rate", "pixel_width", "pixel_height",
     "config", "name", "wait_until", "stop_condition", "random_seed", "file_writer", "skip_animations",
     "_full_id", "frame_width", "frame_height", "match_updaters", "always",
+    # the scene's per-frame state, left by a play's last frame (issue 19 red team): `self.last_t` is the last frame
+    # time (14/15 of a 1 s play in the render, 59/60 in the audit-only run), `time_progression` its frame grid
+    "last_t", "time_progression",
 })
 FLAG_KEYWORDS = frozenset({"code_file", "file_name", "stop_condition"})
 # Reflection without a dunder or a flagged name. The render child runs the trusted observer (its state, the
@@ -194,6 +200,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("string_access:format")  # a template the rule cannot read
             elif _format_reads_attributes(template.value):
                 add("string_access:format_field")
+    for reason in _injected_set_reasons(tree):
+        add(reason)
     for annotation in _annotations(tree):
         if any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(annotation)):
             add("string_annotation")  # typing.get_type_hints / functools.singledispatch evaluate it
@@ -201,3 +209,47 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         add(reason)
     return reasons
 
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _injected_set_reasons(tree: ast.AST) -> list[str]:
+    """The audit's name injection (``x.set(name="x")`` after every single-name assignment, audit/inject.py) runs in
+    the one-pass render too, not in a plain render: where ``set`` (or the setter of ``name``) can be script code,
+    that code runs in the one-pass render only -- its side effects change the render itself (a failure, a video a
+    plain render does not make; issue 19 red team). Refused: a script binding of ``set`` (a def, a name, an
+    attribute, a keyword, a string naming a field or a key ``set``, as ``namedtuple("P", "set")`` or
+    ``{"set": f}`` do), ``name`` bound in a class body, and ``type(name, bases, dict)``."""
+    out: list[str] = []
+
+    def add(reason: str) -> None:
+        if reason not in out:
+            out.append(reason)
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "set":
+            add("binds:set")
+        elif isinstance(node, ast.Name) and node.id == "set" and isinstance(node.ctx, (ast.Store, ast.Del)):
+            add("binds:set")
+        elif isinstance(node, ast.Attribute) and node.attr == "set" and isinstance(node.ctx, (ast.Store, ast.Del)):
+            add("binds:set")
+        elif isinstance(node, ast.keyword) and node.arg == "set":
+            add("keyword:set")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "set" in _WORD.findall(node.value):
+            add("string:set")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and (
+                len(node.args) + len(node.keywords) > 1):
+            add("dynamic_class")
+        elif isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                targets = []
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    targets = [stmt.name]
+                elif isinstance(stmt, ast.Assign):
+                    targets = [n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and isinstance(stmt.target, ast.Name):
+                    targets = [stmt.target.id]
+                if "name" in targets:
+                    add("binds:name")
+    return out

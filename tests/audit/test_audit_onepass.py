@@ -363,7 +363,9 @@ def test_failed_one_pass_render_in_the_per_frame_loop_keeps_its_row_and_is_audit
     row, ref = runs["failing_frame"], runs["failing_frame_ref"]
     assert row["timed_out"] and ref["timed_out"] and not row["success"]
     assert row["onepass"] == "separate" and row["manim_executions"] == 1 and "_onepass_audit" not in row
-    assert row["onepass_reasons"] == ["render_failed", "failure:render_only:update_to_time"]
+    # (its rate_func is script code, which the per-frame loop runs: also a reason of its own)
+    assert row["onepass_reasons"] == ["render_failed", "script_callable:rate_func",
+                                      "failure:render_only:update_to_time"]
     assert "ArithmeticError: past the knee" in row["stderr_tail"] and "hooks.py" not in row["stderr_tail"]
     strip = lambda v: re.sub(r"render_S-failing_frame_\w{8}", "@", v) if isinstance(v, str) else v
     timing = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "written_at_ns", "onepass", "onepass_reasons",
