@@ -484,18 +484,38 @@ def _script_class(cls, code_file) -> bool:
     return False
 
 
+_LIBRARY_NAMES: frozenset | None = None  # every attribute name a class of the watched libraries defines
+
+
+def _library_names() -> frozenset:
+    """Names manim's camera, renderer or the audit's snapshots could call on a mobject: any attribute a class of
+    the watched libraries defines (from the install-time baseline), and every dunder."""
+    global _LIBRARY_NAMES
+    if _LIBRARY_NAMES is None:
+        state = _STATE
+        baseline = state.baseline if state is not None and state.baseline is not None else _library_callables()
+        _LIBRARY_NAMES = frozenset(k[2] for k in baseline if k[1])
+    return _LIBRARY_NAMES
+
+
 def _script_methods(cls, code_file) -> list[str]:
-    """The names of the functions the script defines in the class or its bases (but ``__init__``, run once)."""
+    """The names of the functions the script defines in the class or its bases that library code could call: a
+    name some library class defines (an override, e.g. ``get_family``, ``pointwise_become_partial``) or a dunder;
+    never ``__init__`` (run once, where the script builds the object). A method of a name no library class has
+    (``activate``) is only ever called by the script itself, the same number of times in both executions."""
     if code_file is None:
         return ["<unknown script>"]
+    names = _library_names()
     out = []
     for klass in cls.__mro__:  # a script mixin's methods too (`class Sq(Mixin, Square)`)
         for name, attr in vars(klass).items():
+            # (manim's Mobject.__init_subclass__ keeps the class's own __init__ as _original__init__)
+            if name in ("__init__", "_original__init__") or name in out or not (name in names or name.startswith("__")):
+                continue
             funcs = [getattr(attr, "__func__", attr)]
             if isinstance(attr, property):
                 funcs = [attr.fget, attr.fset, attr.fdel]
-            if (name != "__init__" and name not in out
-                    and any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs)):
+            if any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs):
                 out.append(name)
     return out
 
@@ -506,7 +526,7 @@ def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:
     reasons = []
     for key, value in list(vars(anim).items()):
         if isinstance(value, mobject_cls):
-            if any(_script_class(type(m), code_file) for m in value.get_family()):
+            if any(_script_methods(type(m), code_file) for m in value.get_family()):
                 reasons.append(f"script_mobject_class:{key}")
         elif callable(value) and _script_callable(value, code_file):
             reasons.append(f"script_callable:{key}")

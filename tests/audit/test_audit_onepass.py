@@ -72,6 +72,28 @@ class Broken(Scene):
         self.play(FadeIn(Square(color=ACCENT)), run_time=0.2)
 '''
 
+# a script Mobject class whose methods override nothing of manim's (only the script calls them): still shared
+CUSTOM_CLASS = '''from manim import *
+
+
+class Badge(VGroup):
+    def __init__(self, label, **kwargs):
+        super().__init__(**kwargs)
+        self.add(Circle(radius=0.6), Text(label, font_size=30))
+
+    def glow(self):
+        return self.set_color(YELLOW)
+
+
+class Badges(Scene):
+    def construct(self):
+        a = Badge("A").shift(LEFT)
+        b = Badge("B").shift(RIGHT * 0.4)
+        self.play(FadeIn(a), FadeIn(b))
+        a.glow()
+        self.play(b.animate.shift(UP * 0.2), run_time=0.3)
+'''
+
 # every scene the audit would render is unhooked (Q-SPATIAL-1): the audit-only run's report is {}
 UNHOOKED = '''from manim import *
 
@@ -201,7 +223,8 @@ def runs(tmp_path_factory):
     out = {}
     try:
         for name, script in (("plain", PLAIN), ("failing", FAILING), ("failing_module", FAILING_MODULE),
-                             ("unhooked", UNHOOKED), ("reflects", REFLECTS), ("main_rebound", MAIN_REBOUND),
+                             ("unhooked", UNHOOKED), ("custom_class", CUSTOM_CLASS), ("reflects", REFLECTS),
+                             ("main_rebound", MAIN_REBOUND),
                              ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
             out[name] = render_with_onepass(f"S-{name}", script, base / "onepass", cfg, REFERENCE, None, worker.run,
                                             acfg)
@@ -228,7 +251,8 @@ def runs(tmp_path_factory):
         worker.close()
     out["base"] = base
     out["plain_audit"] = audit_one("S-plain", PLAIN, base / "audit_only", AuditConfig())
-    for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE), ("unhooked", UNHOOKED)):
+    for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE), ("unhooked", UNHOOKED),
+                         ("custom_class", CUSTOM_CLASS)):
         out[f"{name}_audit"] = audit_one(f"S-{name}", script, base / "audit_only", AuditConfig())
     out["main_rebound_audit"] = audit_one("S-main", MAIN_REBOUND, base / "audit_only", AuditConfig())
     out["reflects_audit"] = audit_one("S-reflects", REFLECTS, base / "audit_only", AuditConfig())
@@ -338,6 +362,16 @@ def test_failed_one_pass_render_is_its_only_execution_when_the_audit_meets_the_s
         assert only["audit_success"] == 1 and only["error_detail"].startswith("salvaged after: ValueError")
     else:  # nothing to salvage
         assert only["audit_success"] == 0 and only["scene_errors"][0]["where"] == "runtime"
+
+
+@pytest.mark.slow
+def test_a_script_mobject_class_with_methods_manim_never_calls_still_shares(runs):
+    row = dict(runs["custom_class"])
+    shared = row.pop("_onepass_audit", None)
+    assert row["success"] and row["onepass"] == "shared", row["onepass_reasons"]
+    text = Path(runs["base"] / "audit_only" / "audits" / "S-custom_class" / "audit_report.json").read_text(
+        encoding="utf-8")
+    assert onepass_store.report_text(shared["report"]) == text and runs["custom_class_audit"]["segment_count"] >= 1
 
 
 @pytest.mark.slow
