@@ -595,6 +595,21 @@ def _ours(value) -> bool:
     return code is not None and os.path.abspath(code.co_filename).startswith(_OWN_PACKAGE)
 
 
+def _set_default(old, value) -> bool:
+    """``Mobject.set_default(**kwargs)``, manim's documented way to change a class's defaults: ``__init__`` becomes
+    ``partialmethod(<the previous __init__>, **kwargs)`` (chains of calls nest). Pure when the bound arguments
+    hold no callable (they are data: colours, widths, opacities); the same call in both executions."""
+    import functools
+
+    while isinstance(value, functools.partialmethod):
+        if any(callable(a) for a in (*value.args, *value.keywords.values())):
+            return False
+        value = value.func
+        if value is old:
+            return True
+    return False
+
+
 def _patched(baseline: dict) -> list[str]:
     """What changed since ``baseline``: a callable rebound, or one bound on a watched class under a name it did not
     have (``Square.get_family = f``, inherited before). New modules (imported later) are not changes."""
@@ -603,8 +618,8 @@ def _patched(baseline: dict) -> list[str]:
     out = set()
     for key, value in now.items():
         old = baseline.get(key, _MISSING)
-        if old is value or _ours(value):
-            continue  # unchanged, or the render's own instruments (execute/textboxes.py wraps renderer methods)
+        if old is value or _ours(value) or _set_default(old, value):
+            continue  # unchanged, the render's own instruments (execute/textboxes.py), or manim's set_default
         if old is not _MISSING or (key[1] and (key[0], key[1]) in classes):
             out.add(".".join(p for p in key if p))
     return sorted(out)[:5]

@@ -157,3 +157,20 @@ def test_the_render_childs_own_wrappers_stay_printed_and_count_only_for_what_the
     assert verdict["accept"] and [line for line in text(exc) if "File" in line] == before  # kept: a plain render has it
     verdict = frames().examine(caught(pkg_own, 3), True, False)
     assert verdict["printed_as_plain"] and not verdict["accept"] and verdict["why"] == "render_only:pkg_own"
+
+
+def test_manims_set_default_is_not_a_script_patch():
+    """``Triangle.set_default(stroke_width=20)`` (manim's documented API, run once at import in both executions)
+    rebinds ``__init__`` to a partialmethod of the previous one: not a patch; a bound callable argument is."""
+    import functools
+
+    from prism_fast.audit.onepass_child import _set_default
+
+    def init(self, **kw):
+        return kw
+
+    once = functools.partialmethod(init, stroke_width=20)
+    assert _set_default(init, once) and _set_default(init, functools.partialmethod(once, color="RED"))
+    assert not _set_default(init, functools.partialmethod(init, rate_func=lambda t: t))
+    assert not _set_default(init, functools.partialmethod(print, end=""))
+    assert not _set_default(init, init.__get__)
