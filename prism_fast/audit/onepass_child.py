@@ -78,13 +78,14 @@ class _State:
         self.unhooked: set[str] = set()  # audited scene classes outside the hooked Scene (Q-SPATIAL-1)
         self.salvaged = None  # the failed scene's salvaged report, once computed
         self.baseline = None  # the libraries' callables after install (_library_callables)
+        self.watch = None  # _Watch over the baseline: a cheap "anything changed?" before the full comparison
 
     def check_patches(self, scene=None) -> None:
         if self.baseline is None:
             return
         t0 = time.perf_counter()
         try:
-            for where in _patched(self.baseline):
+            for where in (_patched(self.baseline) if self.watch is None or self.watch.changed() else ()):
                 self.flag(f"script_patch:{where}")
             for where in _instance_patches(scene if scene is not None else self.scene):
                 self.flag(f"script_patch:{where}")
@@ -393,6 +394,7 @@ def _install(state: _State) -> None:
     # callable of their modules and classes, as the observers leave them, is compared at every play, remove and
     # at the end
     state.baseline = _library_callables()
+    state.watch = _Watch(state.baseline)  # (now: the class sizes must be those before the script ran)
 
 
 _SVG_HEAD = re.compile(rb"<svg\b[^>]*>")
@@ -570,6 +572,45 @@ def _library_callables() -> dict:
                     if callable(member) or hasattr(member, "__get__"):
                         out[(mod_name, value.__qualname__, attr)] = member
     return out
+
+
+class _Watch:
+    """Live views of the baseline's namespaces: ``changed()`` is true whenever ``_patched`` could find something
+    (a baseline entry no longer bound to the same object, or a watched class whose namespace changed size), in a
+    few milliseconds instead of rebuilding the whole table at every play."""
+
+    def __init__(self, baseline: dict):
+        modules = {k[0]: sys.modules.get(k[0]) for k in baseline}
+        self.entries = []
+        self.classes = {}
+        for (mod_name, qualname, name), value in baseline.items():
+            mod = modules.get(mod_name)
+            if mod is None:
+                continue
+            if not qualname:
+                self.entries.append((vars(mod), name, value))
+                continue
+            cls = self.classes.get((mod_name, qualname))
+            if cls is None:
+                cls = _resolve(mod, qualname)
+                if cls is None:
+                    continue
+                self.classes[(mod_name, qualname)] = cls
+            self.entries.append((vars(cls), name, value))
+        self.sizes = [(vars(c), len(vars(c))) for c in self.classes.values()]
+
+    def changed(self) -> bool:
+        return (any(ns.get(name, _MISSING) is not value for ns, name, value in self.entries)
+                or any(len(ns) != n for ns, n in self.sizes))
+
+
+def _resolve(mod, qualname: str):
+    obj = mod
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if isinstance(obj, type) else None
 
 
 def _instance_patches(scene) -> list[str]:

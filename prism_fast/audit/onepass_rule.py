@@ -227,6 +227,7 @@ def _injected_set_reasons(tree: ast.AST) -> list[str]:
         if reason not in out:
             out.append(reason)
 
+    shown = _shown_text(tree)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "set":
             add("binds:set")
@@ -236,7 +237,8 @@ def _injected_set_reasons(tree: ast.AST) -> list[str]:
             add("binds:set")
         elif isinstance(node, ast.keyword) and node.arg == "set":
             add("keyword:set")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "set" in _WORD.findall(node.value):
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in shown
+              and "set" in _WORD.findall(node.value)):
             add("string:set")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and (
                 len(node.args) + len(node.keywords) > 1):
@@ -252,4 +254,37 @@ def _injected_set_reasons(tree: ast.AST) -> list[str]:
                     targets = [stmt.target.id]
                 if "name" in targets:
                     add("binds:name")
+    return out
+
+
+# manim's text mobjects: their string arguments are drawn, never turned into attribute names
+TEXT_CLASSES = frozenset({"Text", "Tex", "MathTex", "MarkupText", "Paragraph", "Title", "BulletedList",
+                          "SingleStringMathTex"})
+
+
+def _shown_text(tree: ast.AST) -> set[int]:
+    """The string constants passed to a text mobject's constructor (``Text("the set of integers")``): positional
+    arguments, their f-string parts and the items of list/tuple arguments -- text to draw, not a field name."""
+    rebound = set()  # a text class name the script binds itself is not manim's (`Text = namedtuple`)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            rebound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            rebound.add(node.name)
+        elif isinstance(node, ast.alias):
+            rebound.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.arg):
+            rebound.add(node.arg)
+    names = TEXT_CLASSES - rebound
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names):
+            continue
+        for arg in node.args:
+            parts = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+            for part in parts:
+                if isinstance(part, ast.JoinedStr):
+                    out.update(id(v) for v in part.values if isinstance(v, ast.Constant))
+                elif isinstance(part, ast.Constant):
+                    out.add(id(part))
     return out

@@ -255,3 +255,15 @@ def test_a_kept_failed_render_is_the_plain_render_and_its_shared_audit_the_audit
 def test_the_static_rule_refuses_what_the_render_cannot_share(name):
     script, reason = STATIC[name]
     assert reason in static_reasons(script)
+
+
+def test_the_word_set_in_drawn_text_is_not_a_field_name():
+    head = "from manim import *\nclass A(Scene):\n    def construct(self):\n"
+    drawn = ['t = Text("the set of integers")', 't = Tex(r"a set $S$")', 'k = 3\n        t = MathTex(f"set {k}")',
+             'b = BulletedList("set up", "go")']
+    for line in drawn:
+        assert "string:set" not in onepass.static_reasons(head + "        " + line + "\n"), line
+    fields = ['import collections\nP = collections.namedtuple("P", "set")', 'd = {"set": 1}',
+              'Text = collections.namedtuple\np = Text("P", "set")']
+    for line in fields:
+        assert "string:set" in onepass.static_reasons("import collections\n" + line + "\n"), line
