@@ -4,7 +4,7 @@ the clean responses pass, and the configured thresholds are the reference ones."
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 import yaml
@@ -28,10 +28,12 @@ def test_conf_audit_reference_is_the_schema():
     from prism_fast.config_schema import compose_group
 
     text = (resources.files("prism_fast.conf") / "audit" / "reference.yaml").read_text(encoding="utf-8")
-    assert set(yaml.safe_load(text)) == {"defaults", "enabled", "cache"}
+    # the pipeline's switches (enabled, cache: not AuditConfig fields; prefork: how separate audits are started,
+    # off in AuditConfig() for a library call, on in the pipeline, identical reports)
+    assert set(yaml.safe_load(text)) == {"defaults", "enabled", "cache", "prefork"}
     audit = compose_group("audit")
-    assert audit.enabled is True and audit.cache is True  # the pipeline's switches, not AuditConfig fields
-    assert audit.audit_config() == AuditConfig()
+    assert audit.enabled is True and audit.cache is True and audit.prefork is True
+    assert audit.audit_config() == replace(AuditConfig(), prefork=True)
     values = {k: getattr(audit, k) for k in asdict(AuditConfig())}
     assert {k: type(v) for k, v in values.items()} == {k: type(v) for k, v in asdict(AuditConfig()).items()}
     swept = compose_group("audit", "audit.cover_min=0.12", "audit.one_pass=off").audit_config()
