@@ -45,24 +45,25 @@ def per_frame(x):
     return real(x)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def observers(tmp_path_factory):
-    own = tmp_path_factory.mktemp("own")
-    (own / "obs.py").write_text(OBSERVERS, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("obs_stand_in", own / "obs.py")
+def _stand_in(directory, name: str, text: str):
+    """A module of ``text`` at ``directory/name.py`` (its frames carry that file name), ``real`` bound in it."""
+    (directory / f"{name}.py").write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"{name}_stand_in", directory / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.real = real
-    g = globals()
-    g.update(wrapper=mod.wrapper, wrapper_doing_more=mod.wrapper_doing_more, OWN=str(own))
+    return mod
+
+
+@pytest.fixture(scope="module", autouse=True)
+def observers(tmp_path_factory):
+    own = tmp_path_factory.mktemp("own")
+    obs = _stand_in(own, "obs", OBSERVERS)
     # the render child's own wrappers (the TeX cache's): another directory of the package
     pkg = tmp_path_factory.mktemp("pkg")
-    (pkg / "texwrap.py").write_text(PACKAGE_WRAPPERS, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("texwrap_stand_in", pkg / "texwrap.py")
-    tex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tex)
-    tex.real = real
-    g.update(pkg_wrapper=tex.pkg_wrapper, pkg_own=tex.pkg_own, PKG=str(pkg))
+    tex = _stand_in(pkg, "texwrap", PACKAGE_WRAPPERS)
+    globals().update(wrapper=obs.wrapper, wrapper_doing_more=obs.wrapper_doing_more, OWN=str(own),
+                     pkg_wrapper=tex.pkg_wrapper, pkg_own=tex.pkg_own, PKG=str(pkg))
     yield
 
 
