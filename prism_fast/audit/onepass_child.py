@@ -17,7 +17,9 @@ changes what the render does; the observers only write their out file at exit (`
 from __future__ import annotations
 
 import ast
+import itertools
 import json
+import operator
 import os
 import re
 import sys
@@ -79,14 +81,26 @@ class _State:
         self.salvaged = None  # the failed scene's salvaged report, once computed
         self.baseline = None  # the libraries' callables after install (_library_callables)
         self.watch = None  # _Watch over the baseline: a cheap "anything changed?" before the full comparison
+        self.baseline_asked = False  # the baseline is taken once, before the script's module runs
 
     def check_patches(self, scene=None) -> None:
         if self.baseline is None:
+            if scene is not None or self.scene is not None:  # a scene ran without the script's module load seen
+                self.flag("patch_check:no_baseline")
             return
         t0 = time.perf_counter()
         try:
-            for where in (_patched(self.baseline) if self.watch is None or self.watch.changed() else ()):
-                self.flag(f"script_patch:{where}")
+            if self.watch is None or self.watch.changed():
+                now, watch = _baseline()
+                found = _patched(self.baseline, now)
+                for where in found:
+                    self.flag(f"script_patch:{where}")
+                if not found:
+                    # every difference is one the check accepts (a non-callable cached on a class, such as
+                    # copyreg's __slotnames__; the render's own instruments; set_default): the table as it is now
+                    # becomes the baseline, so that the same accepted difference does not send every later play
+                    # through the full comparison again -- any later change is still a change from it
+                    self.baseline, self.watch = now, watch
             for where in _instance_patches(scene if scene is not None else self.scene):
                 self.flag(f"script_patch:{where}")
         except Exception as exc:  # noqa: BLE001
@@ -263,8 +277,22 @@ def _install(state: _State) -> None:
 
     importlib.util.spec_from_file_location = spec_from_file_location
 
+    def take_baseline():
+        # once, at manim's first get_module call (the script's module): a later call runs from the script's own
+        # code (a script may call get_module itself), after it could have patched something
+        if state.baseline_asked:
+            return
+        state.baseline_asked = True
+        t0 = time.perf_counter()
+        try:
+            state.baseline, state.watch = _baseline()
+        except Exception as exc:  # noqa: BLE001 - no baseline, no trust: the sample is audited separately
+            state.flag(f"guard_error:{type(exc).__name__}")
+        state.audit_sec += time.perf_counter() - t0
+
     def get_module(file_name):
         """manim's own loader (its frames unchanged), with the injection of :class:`InjectingLoader`."""
+        take_baseline()
         if str(file_name) == "-" or not file_name.exists() or file_name.suffix != ".py":
             state.flag("module_loader")
             return real_get_module(file_name)
@@ -391,10 +419,9 @@ def _install(state: _State) -> None:
 
     # the script must not patch the libraries (issue 19 red team: `Square.get_family = counted` runs in the render's
     # camera and in the one-pass audit's snapshots, a different number of times than in a plain render): every
-    # callable of their modules and classes, as the observers leave them, is compared at every play, remove and
-    # at the end
-    state.baseline = _library_callables()
-    state.watch = _Watch(state.baseline)  # (now: the class sizes must be those before the script ran)
+    # callable of their modules and classes, as they stand right before the script's module runs (every trusted
+    # instrument installed: these observers, the render's text boxes and TeX cache), is compared at every play,
+    # remove and at the end -- the baseline is taken in get_module below
 
 
 _SVG_HEAD = re.compile(rb"<svg\b[^>]*>")
@@ -553,12 +580,16 @@ PATCH_WATCHED = ("manim", "manimpango", "numpy", "scipy", "cairo", "PIL", "math"
                  "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers")
 
 
+def _watched(mod_name: str, mod) -> bool:
+    return mod is not None and mod_name.split(".")[0] in PATCH_WATCHED
+
+
 def _library_callables() -> dict:
     """``{(module, class or "", name): value}`` of every callable (function, class, descriptor) bound in the watched
     libraries' modules and in the classes they define."""
     out = {}
     for mod_name, mod in list(sys.modules.items()):
-        if mod is None or mod_name.split(".")[0] not in PATCH_WATCHED:
+        if not _watched(mod_name, mod):
             continue
         try:
             items = list(vars(mod).items())
@@ -574,30 +605,125 @@ def _library_callables() -> dict:
     return out
 
 
+class _ModulePart:
+    """One watched module's share of the table (``_library_callables``' entries for it, in the same order), with
+    what is needed to tell whether it is still current: the module object, a copy of its namespace and of the
+    namespace of every class it defines, and the live views of those namespaces for :class:`_Watch`."""
+
+    __slots__ = ("mod", "ns", "snap", "classes", "entries", "watch")
+
+    def __init__(self, mod_name: str, mod):
+        self.mod, self.entries, self.classes, self.watch = mod, {}, [], []
+        try:
+            self.ns = vars(mod)
+            items = list(self.ns.items())
+        except TypeError:  # no namespace: contributes nothing (and is scanned again whenever asked)
+            self.ns, self.snap = None, None
+            return
+        self.snap = dict(items)
+        for name, value in items:
+            if callable(value) or hasattr(value, "__get__"):
+                self.entries[(mod_name, "", name)] = value
+                self.watch.append((self.ns, name, value))
+            if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
+                cns = vars(value)
+                members = list(cns.items())
+                self.classes.append((cns, dict(members)))
+                for attr, member in members:
+                    if callable(member) or hasattr(member, "__get__"):
+                        self.entries[(mod_name, value.__qualname__, attr)] = member
+                        self.watch.append((cns, attr, member))
+
+    def current(self, mod) -> bool:
+        """Whether a scan of ``mod`` now would give this part: same module, same namespace (every name bound to
+        the very same object) and the same for every class it defines."""
+        return (mod is self.mod and self.snap is not None and _same(self.ns, self.snap)
+                and all(_same(cns, snap) for cns, snap in self.classes))
+
+
+def _same(ns, snap: dict) -> bool:
+    return len(ns) == len(snap) and all(map(operator.is_, map(ns.get, snap, itertools.repeat(_MISSING)),
+                                            snap.values()))
+
+
+class _Table:
+    """The table of :func:`_library_callables`, built once in the prefork server (:func:`warm`) and brought up to
+    date in each render child just before the script's module runs (:meth:`current`): only the modules whose
+    namespace, or a class's namespace they define, no longer holds the very same objects are scanned again (the
+    child's own instruments -- text boxes, TeX cache, these observers -- rebind a few manim functions after the
+    fork), modules imported since are added and those gone are dropped, so the result equals a fresh
+    ``_library_callables()`` there (tested) for a few milliseconds instead of ~100."""
+
+    def __init__(self):
+        self.parts = {name: _ModulePart(name, mod) for name, mod in list(sys.modules.items()) if _watched(name, mod)}
+        self.merged: dict | None = None
+
+    def current(self) -> tuple[dict, "_Watch"]:
+        live = {name: mod for name, mod in list(sys.modules.items()) if _watched(name, mod)}
+        dirty = self.merged is None or live.keys() != self.parts.keys()
+        for name, mod in live.items():
+            part = self.parts.get(name)
+            if part is None or not part.current(mod):
+                self.parts[name] = _ModulePart(name, mod)
+                dirty = True
+        if dirty:
+            self.parts = {name: self.parts[name] for name in live}
+            self.merged = {}
+            for part in self.parts.values():
+                self.merged.update(part.entries)
+        parts = self.parts.values()
+        return self.merged, _Watch([e for p in parts for e in p.watch],
+                                   [cns for p in parts for cns, _ in p.classes])
+
+
+_TABLE: _Table | None = None
+
+
+def warm() -> None:
+    """Called once by the prefork server after it imported this module (``execute/worker.py``), before any fork:
+    the library table every render child starts from."""
+    global _TABLE
+    _TABLE = _Table()
+
+
+def _baseline() -> tuple[dict, "_Watch"]:
+    """The libraries' callables as they stand now, and their watch (the server's table brought up to date, or a
+    full scan where there is none)."""
+    if _TABLE is not None:
+        return _TABLE.current()
+    table = _library_callables()
+    return table, _Watch.of(table)
+
+
 class _Watch:
     """Live views of the baseline's namespaces: ``changed()`` is true whenever ``_patched`` could find something
     (a baseline entry no longer bound to the same object, or a watched class whose namespace changed size), in a
     few milliseconds instead of rebuilding the whole table at every play."""
 
-    def __init__(self, baseline: dict):
+    def __init__(self, entries: list, class_namespaces: list):
+        self.entries = entries  # (live namespace, name, the object bound there in the baseline)
+        self.sizes = [(ns, len(ns)) for ns in class_namespaces]
+
+    @classmethod
+    def of(cls, baseline: dict) -> "_Watch":
         modules = {k[0]: sys.modules.get(k[0]) for k in baseline}
-        self.entries = []
-        self.classes = {}
+        entries = []
+        classes = {}
         for (mod_name, qualname, name), value in baseline.items():
             mod = modules.get(mod_name)
             if mod is None:
                 continue
             if not qualname:
-                self.entries.append((vars(mod), name, value))
+                entries.append((vars(mod), name, value))
                 continue
-            cls = self.classes.get((mod_name, qualname))
-            if cls is None:
-                cls = _resolve(mod, qualname)
-                if cls is None:
+            klass = classes.get((mod_name, qualname))
+            if klass is None:
+                klass = _resolve(mod, qualname)
+                if klass is None:
                     continue
-                self.classes[(mod_name, qualname)] = cls
-            self.entries.append((vars(cls), name, value))
-        self.sizes = [(vars(c), len(vars(c))) for c in self.classes.values()]
+                classes[(mod_name, qualname)] = klass
+            entries.append((vars(klass), name, value))
+        return cls(entries, [vars(c) for c in classes.values()])
 
     def changed(self) -> bool:
         return (any(ns.get(name, _MISSING) is not value for ns, name, value in self.entries)
@@ -651,10 +777,12 @@ def _set_default(old, value) -> bool:
     return False
 
 
-def _patched(baseline: dict) -> list[str]:
-    """What changed since ``baseline``: a callable rebound, or one bound on a watched class under a name it did not
-    have (``Square.get_family = f``, inherited before). New modules (imported later) are not changes."""
-    now = _library_callables()
+def _patched(baseline: dict, now: dict | None = None) -> list[str]:
+    """What changed from ``baseline`` to ``now`` (default: a fresh :func:`_library_callables`): a callable rebound,
+    or one bound on a watched class under a name it did not have (``Square.get_family = f``, inherited before). New
+    modules (imported later) are not changes."""
+    if now is None:
+        now = _library_callables()
     classes = {(k[0], k[1]) for k in baseline if k[1]}
     out = set()
     for key, value in now.items():

@@ -182,7 +182,8 @@ def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", prelo
     """The server loop: import manim (and the entry's modules), then one forked child per job, until the
     request pipe closes. ``entry``: ``manim`` (manim's CLI) or ``module:function:argument`` (another child main,
     e.g. the spatial audit's, see :func:`_load_entry`). ``preload``: modules of trusted code imported here once,
-    so that children do not import them each (e.g. a render observer's child half, ``observers.py``)."""
+    so that children do not import them each (e.g. a render observer's child half, ``observers.py``); a preloaded
+    module's ``warm()``, when it has one, runs once here too (its result is inherited by every child)."""
     t0 = time.perf_counter()
     from manim import __version__ as manim_version
 
@@ -196,7 +197,9 @@ def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", prelo
         import importlib
 
         for module in preload:
-            importlib.import_module(module)
+            warm = getattr(importlib.import_module(module), "warm", None)
+            if callable(warm):
+                warm()  # a preloaded module's one-time set-up, shared by every forked child
 
     _send(resp_fd, {"ready": True, "manim": manim_version, "import_s": time.perf_counter() - t0})
     while True:

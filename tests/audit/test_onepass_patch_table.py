@@ -1,0 +1,144 @@
+"""The one-pass patch check's library table (audit/onepass_child.py ``_Table``): scanned once in the prefork server,
+brought up to date in each render child right before the script's module runs, re-taken after a check that
+accepted every difference. It must always equal a fresh ``_library_callables()`` scan, and a script's patch must
+still be found whatever was accepted before it.
+
+In-process tests change real manim modules and classes (restored by ``monkeypatch``); the last test renders
+real scripts through a prefork worker with the one-pass observers."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from prism_fast.audit import onepass_child as oc
+
+
+def _identical(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(a[k] is b[k] for k in b)
+
+
+@pytest.fixture()
+def manim_modules():
+    import manim
+    from manim.mobject.geometry import polygram
+    from manim.utils import bezier
+
+    return manim, polygram, bezier
+
+
+def test_the_table_equals_a_fresh_scan_before_and_after_trusted_changes(manim_modules, monkeypatch):
+    manim, polygram, bezier = manim_modules
+    table = oc._Table()
+    base, watch = table.current()
+    assert _identical(base, oc._library_callables())
+    assert not watch.changed()
+
+    # what trusted code does between the server's scan and the script: rebinds a module function and a class
+    # method, adds a class attribute, deletes a name, imports a module, drops one from sys.modules
+    monkeypatch.setattr(bezier, "interpolate", lambda *a: None)
+    monkeypatch.setattr(manim.Mobject, "copy", lambda self: self)
+    monkeypatch.setattr(polygram.Square, "get_family", lambda self, recurse=True: [self], raising=False)
+    monkeypatch.delattr(bezier, "mid")
+    fake = types.ModuleType("manim._patch_table_test")
+    exec("class K:\n    def f(self):\n        return 1\n\ndef g():\n    return 2\n", fake.__dict__)
+    fake.K.__module__ = fake.__name__
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    monkeypatch.delitem(sys.modules, "manim.utils.space_ops")
+    assert watch.changed()
+
+    now, watch_now = table.current()
+    fresh = oc._library_callables()
+    assert _identical(now, fresh)
+    assert (fake.__name__, "K", "f") in now and ("manim.utils.space_ops", "", "rotate_vector") not in now
+    assert not watch_now.changed()
+    assert set(oc._patched(base, now)) >= {"manim.utils.bezier.interpolate", "manim.mobject.mobject.Mobject.copy",
+                                           "manim.mobject.geometry.polygram.Square.get_family"}
+    # and unchanged namespaces are not scanned again: the same dict when nothing changed since
+    assert table.current()[0] is now
+
+
+def test_an_accepted_difference_does_not_hide_a_later_patch(manim_modules, monkeypatch):
+    manim, polygram, _ = manim_modules
+    monkeypatch.setattr(oc, "_TABLE", oc._Table())
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    state.baseline, state.watch = oc._baseline()
+
+    # a non-callable cached on a library class (copyreg does this on the first copy of a slotted class)
+    monkeypatch.setattr(polygram.Square, "__slotnames__", [], raising=False)
+    assert state.watch.changed()
+    state.check_patches()
+    assert state.reasons == []
+    assert not state.watch.changed()  # the accepted table is the baseline now: later plays take the cheap path
+
+    monkeypatch.setattr(polygram.Square, "get_family", lambda self, recurse=True: [self], raising=False)
+    state.check_patches()
+    assert state.reasons == ["script_patch:manim.mobject.geometry.polygram.Square.get_family"]
+
+
+# scripts that patch manim at module level (before any play) and inside construct (between two plays): both run
+# after the baseline is taken, so both are found
+MODULE_PATCH = '''from manim import *
+
+real = Square.get_family
+
+
+def counted(self, recurse=True):
+    return real(self, recurse)
+
+
+Square.get_family = counted
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+'''
+
+LATE_PATCH = '''from manim import *
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Circle()))
+        Circle.get_family = lambda self, recurse=True: [self]
+        self.play(FadeOut(Circle()))
+'''
+
+PLAIN = '''from manim import *
+
+
+class S(Scene):
+    def construct(self):
+        s = Square()
+        self.play(Create(s))
+        self.play(s.animate.set_color(RED).shift(LEFT))
+        self.wait(0.2)
+'''
+
+
+@pytest.mark.slow
+def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
+    from prism_fast.audit import onepass
+    from prism_fast.audit.config import AuditConfig
+    from prism_fast.execute.render import RenderConfig, prefork_worker
+    from prism_fast.profile import REFERENCE
+
+    cfg = RenderConfig(timeout_s=60)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
+    try:
+        rows = {name: onepass.render_with_onepass(f"T-{name}", script, tmp_path, cfg, REFERENCE, None, worker.run,
+                                                  AuditConfig().to_dict())
+                for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN))}
+    finally:
+        worker.close()
+    for name, cls in (("module", "Square"), ("late", "Circle")):
+        patched = rows[name]
+        assert patched["success"], patched.get("error")
+        assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
+        assert any(r.startswith("script_patch:") and r.endswith(f"{cls}.get_family")
+                   for r in patched["onepass_reasons"]), patched["onepass_reasons"]
+    clean = rows["plain"]
+    assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
