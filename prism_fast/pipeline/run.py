@@ -78,12 +78,14 @@ def _forget_stale_outputs(opts: EvalOptions, stale: dict) -> None:
     """Files a clean run would not have for rows being recomputed: the audit report of a stale audit row
     (Q-SPATIAL-19) and the per-video OCR cache of a sample whose video is re-rendered (Q-PADVC-7). Videos of
     pending samples are handled by the Exec stage."""
-    from prism_fast.audit.stage import forget_reports
-    from prism_fast.metrics.padvc_run import forget_video_ocr, ocr_cache_dir
-
     if "audit" in stale:
+        from prism_fast.audit.stage import forget_reports
+
         forget_reports(model_output_dir(opts) / "audit", (sid for _, sid in stale["audit"].keys))
     if "exec" in stale:
+        # (imported only here: the PADVC module loads torch and the OCR stack, seconds of start-up for nothing)
+        from prism_fast.metrics.padvc_run import forget_video_ocr, ocr_cache_dir
+
         forget_video_ocr(ocr_cache_dir(opts.padvc.ocr_cache_dir, opts.run_dir),
                          (sid for _, sid in stale["exec"].keys))
 
