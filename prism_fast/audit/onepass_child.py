@@ -779,18 +779,29 @@ def _set_default(old, value) -> bool:
 
 def _patched(baseline: dict, now: dict | None = None) -> list[str]:
     """What changed from ``baseline`` to ``now`` (default: a fresh :func:`_library_callables`): a callable rebound,
-    or one bound on a watched class under a name it did not have (``Square.get_family = f``, inherited before). New
-    modules (imported later) are not changes."""
+    or one bound on a watched class under a name it did not have (``Square.get_family = f``, inherited before), or
+    one deleted. New modules (imported later) are not changes."""
     if now is None:
         now = _library_callables()
     classes = {(k[0], k[1]) for k in baseline if k[1]}
     out = set()
+    kept = 0  # baseline entries still bound (same object or not)
     for key, value in now.items():
         old = baseline.get(key, _MISSING)
+        if old is not _MISSING:
+            kept += 1
         if old is value or _ours(value) or _set_default(old, value):
             continue  # unchanged, the render's own instruments (execute/textboxes.py), or manim's set_default
         if old is not _MISSING or (key[1] and (key[0], key[1]) in classes):
             out.add(".".join(p for p in key if p))
+    if kept < len(baseline):
+        # a name deleted from a module or class (red team): never accepted -- accepted, the baseline is re-taken
+        # without it (check_patches) and `del module.f` then `module.f = counted` passes as a new name; and a class
+        # deleted from its defining module (`del camera_module.Camera`) is scanned no more, its methods patchable
+        # unseen. A module gone from sys.modules is not the script's doing (it has no `sys`).
+        for key in baseline.keys() - now.keys():
+            if sys.modules.get(key[0]) is not None:
+                out.add(".".join(p for p in key if p))
     return sorted(out)[:5]
 
 

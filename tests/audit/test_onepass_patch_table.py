@@ -107,6 +107,52 @@ class S(Scene):
         self.play(FadeOut(Circle()))
 '''
 
+# red team: a module function deleted (an accepted difference, the baseline re-taken without it) at a remove, then
+# bound again to a counter the camera calls at every frame; and a class deleted from its defining module, then
+# patched (scanned no more). Both counted frames, the render's 15 against the audit-only run's, into a position
+DELETE_READD = '''from manim import *
+import manim.camera.camera as cc
+
+calls = [0]
+
+
+class S(Scene):
+    def construct(self):
+        a = Square()
+        self.add(a)
+        keep = cc.extract_mobject_family_members
+        del cc.extract_mobject_family_members
+        self.remove(a)
+
+        def counted(*args, **kwargs):
+            calls[0] += 1
+            return keep(*args, **kwargs)
+
+        cc.extract_mobject_family_members = counted
+        self.play(Create(Circle()))
+        self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
+'''
+
+DELETE_CLASS = '''from manim import *
+import manim.camera.camera as cc
+
+calls = [0]
+real = Camera.capture_mobjects
+
+
+def counted(self, *args, **kwargs):
+    calls[0] += 1
+    return real(self, *args, **kwargs)
+
+
+class S(Scene):
+    def construct(self):
+        del cc.Camera
+        Camera.capture_mobjects = counted
+        self.play(Create(Square()))
+        self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
+'''
+
 PLAIN = '''from manim import *
 
 
@@ -131,7 +177,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     try:
         rows = {name: onepass.render_with_onepass(f"T-{name}", script, tmp_path, cfg, REFERENCE, None, worker.run,
                                                   AuditConfig().to_dict())
-                for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN))}
+                for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
+                                     ("readd", DELETE_READD), ("class", DELETE_CLASS))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -140,5 +187,36 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
         assert any(r.startswith("script_patch:") and r.endswith(f"{cls}.get_family")
                    for r in patched["onepass_reasons"]), patched["onepass_reasons"]
+    for name, where in (("readd", "manim.camera.camera.extract_mobject_family_members"),
+                        ("class", "manim.camera.camera.Camera")):
+        patched = rows[name]
+        assert patched["success"], patched.get("error")
+        assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
+        assert f"script_patch:{where}" in patched["onepass_reasons"], patched["onepass_reasons"]
     clean = rows["plain"]
     assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
+
+
+def test_a_deleted_name_is_a_change_and_its_return_is_still_found(manim_modules, monkeypatch):
+    # red team: `del module.f` was an accepted difference, the baseline re-taken without it, and `module.f = counted`
+    # then passed as a new module name; a class deleted from its defining module was scanned no more at all
+    manim, polygram, bezier = manim_modules
+    monkeypatch.setattr(oc, "_TABLE", oc._Table())
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    state.baseline, state.watch = oc._baseline()
+    real = bezier.mid
+    monkeypatch.delattr(bezier, "mid")
+    state.check_patches()
+    assert state.reasons == ["script_patch:manim.utils.bezier.mid"]
+    monkeypatch.setattr(bezier, "mid", lambda *a: real(*a), raising=False)
+    state.check_patches()
+    assert state.reasons == ["script_patch:manim.utils.bezier.mid"]  # found again (the baseline kept its old value)
+
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    state.baseline, state.watch = oc._baseline()
+    monkeypatch.delattr(polygram, "Square")
+    monkeypatch.setattr(manim.Square, "get_family", lambda self, recurse=True: [self], raising=False)
+    state.check_patches()
+    assert "script_patch:manim.mobject.geometry.polygram.Square" in state.reasons
+    # and the same from a fresh scan, whatever was accepted before
+    assert "manim.mobject.geometry.polygram.Square" in oc._patched(state.baseline)
