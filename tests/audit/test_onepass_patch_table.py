@@ -220,3 +220,16 @@ def test_a_deleted_name_is_a_change_and_its_return_is_still_found(manim_modules,
     assert "script_patch:manim.mobject.geometry.polygram.Square" in state.reasons
     # and the same from a fresh scan, whatever was accepted before
     assert "manim.mobject.geometry.polygram.Square" in oc._patched(state.baseline)
+
+
+def test_an_imported_alias_does_not_escape_the_name_rule():
+    # red team: `from manim import config as c` then `c["frame_rate"]` (15 in the render, 60 in the audit-only run)
+    # shared a report the audit-only run does not give; a dunder imported by name is a module's namespace or builtins
+    from prism_fast.audit.onepass_rule import static_reasons
+
+    for script in ("from manim import config as c\nx = c['frame_rate']\n",
+                   "from manim import tempconfig as t\n",
+                   "from numpy import __builtins__ as b\n",
+                   "from manim.utils.module_ops import __dict__ as d\n"):
+        assert any(r.startswith("import_name:") for r in static_reasons(script)), script
+    assert static_reasons("from manim import *\nfrom manim import Square, Camera as C\nimport numpy as np\n") == []
