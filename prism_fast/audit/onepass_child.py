@@ -82,6 +82,7 @@ class _State:
         self.baseline = None  # the libraries' callables after install (_library_callables)
         self.watch = None  # _Watch over the baseline: a cheap "anything changed?" before the full comparison
         self.baseline_asked = False  # the baseline is taken once, before the script's module runs
+        self.log_pipeline = None  # _LogPipeline: the logging objects as they were at the baseline
 
     def check_patches(self, scene=None) -> None:
         if self.baseline is None:
@@ -103,6 +104,9 @@ class _State:
                     self.baseline, self.watch = now, watch
             for where in _instance_patches(scene if scene is not None else self.scene):
                 self.flag(f"script_patch:{where}")
+            if self.log_pipeline is not None:  # (taken with the baseline: when it failed, guard_error is flagged)
+                for where in self.log_pipeline.changes(self.req.get("code_file")):
+                    self.flag(f"script_patch:{where}")
         except Exception as exc:  # noqa: BLE001
             self.flag(f"guard_error:{type(exc).__name__}")
         self.audit_sec += time.perf_counter() - t0
@@ -286,6 +290,7 @@ def _install(state: _State) -> None:
         t0 = time.perf_counter()
         try:
             state.baseline, state.watch = _baseline()
+            state.log_pipeline = _LogPipeline()
         except Exception as exc:  # noqa: BLE001 - no baseline, no trust: the sample is audited separately
             state.flag(f"guard_error:{type(exc).__name__}")
         state.audit_sec += time.perf_counter() - t0
@@ -577,7 +582,10 @@ def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
 
 PATCH_WATCHED = ("manim", "manimpango", "numpy", "scipy", "cairo", "PIL", "math", "cmath", "random", "itertools",
                  "functools", "collections", "operator", "statistics", "colorsys", "copy", "decimal", "fractions",
-                 "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers")
+                 "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers",
+                 # where the render logs and shows progress, which the audit-only run does differently (red team:
+                 # `type(logger).info = counted`): see _LogPipeline
+                 "logging", "rich", "tqdm")
 
 
 def _watched(mod_name: str, mod) -> bool:
@@ -750,6 +758,71 @@ def _instance_patches(scene) -> list[str]:
             if callable(value) and callable(getattr(cls, name, None)):
                 out.add(f"{cls.__name__}().{name}")
     return sorted(out)[:5]
+
+
+class _LogPipeline:
+    """Where the render's log records and console output go, as it was right before the script ran (red team):
+    the render logs what the audit-only run does not (a partial movie file written, at every play), so a script
+    handler or filter (``logger.addHandler(counter)``, ``logger.addFilter(calls.append)``), a callable bound on a
+    logger, handler, formatter or console (``logger.info = counted``) or a script object put in their place
+    (``handler.lock``, ``console.file``) would count the render's work into the scene. Every logger, handler,
+    formatter and manim console must keep its handlers and filters, the callables bound on it, and hold no instance
+    of a script class. (Their classes are watched by the library table: ``logging``, ``rich``, ``tqdm``.)"""
+
+    def __init__(self):
+        self.objects = {id(o): (o, self._snap(o)) for o in self._objects()}
+
+    @staticmethod
+    def _objects() -> list:
+        import logging
+
+        import manim
+
+        loggers = [logging.root, *[lg for lg in list(logging.Logger.manager.loggerDict.values())
+                                   if isinstance(lg, logging.Logger)]]
+        handlers = [h for lg in loggers for h in list(getattr(lg, "handlers", []))]
+        if logging.lastResort is not None:
+            handlers.append(logging.lastResort)
+        out = [*loggers, *handlers, logging.Logger.manager]
+        for h in handlers:
+            out.extend(x for x in (getattr(h, "formatter", None), getattr(h, "console", None)) if x is not None)
+            out.extend(getattr(h, "filters", []))
+        for lg in loggers:
+            out.extend(lg.filters)
+        for name in ("console", "error_console"):
+            if getattr(manim, name, None) is not None:
+                out.append(getattr(manim, name))
+        return out
+
+    @staticmethod
+    def _snap(obj) -> dict:
+        # callables bound on the instance, its handler and filter lists (contents), its sinks
+        out = {}
+        for name, value in list(getattr(obj, "__dict__", {}).items()):
+            if name in ("handlers", "filters") and isinstance(value, list):
+                out[name] = (value, tuple(value))
+            elif callable(value) or hasattr(value, "__get__") or name in ("formatter", "console", "file", "_file",
+                                                                         "lock", "parent"):
+                out[name] = (value, None)
+        return out
+
+    def changes(self, code_file) -> list[str]:
+        out = set()
+        script_types: dict = {}
+        for obj, snap in self.objects.values():
+            now = self._snap(obj)
+            where = f"{type(obj).__name__}({getattr(obj, 'name', '')})"
+            for name in snap.keys() | now.keys():
+                old, new = snap.get(name, (_MISSING, None)), now.get(name, (_MISSING, None))
+                if old[0] is not new[0] or (old[1] is not None and old[1] != new[1]):
+                    out.add(f"{where}.{name}")
+            for name, value in list(getattr(obj, "__dict__", {}).items()):
+                t = type(value)
+                if t not in script_types:
+                    script_types[t] = _script_class(t, code_file)
+                if script_types[t] or (callable(value) and _script_callable(value, code_file)):
+                    out.add(f"{where}.{name}")
+        return sorted(out)[:5]
 
 
 _MISSING = object()

@@ -153,6 +153,29 @@ class S(Scene):
         self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
 '''
 
+# red team: the render logs what the audit-only run does not (a partial movie file written, at every play): a
+# script handler on manim's logger counted the render's records into a position
+LOG_HANDLER = '''from manim import *
+
+calls = [0]
+
+
+class Counter:
+    level = 0
+
+    def handle(self, record):
+        calls[0] += 1
+
+
+logger.addHandler(Counter())
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
+'''
+
 PLAIN = '''from manim import *
 
 
@@ -178,7 +201,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         rows = {name: onepass.render_with_onepass(f"T-{name}", script, tmp_path, cfg, REFERENCE, None, worker.run,
                                                   AuditConfig().to_dict())
                 for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
-                                     ("readd", DELETE_READD), ("class", DELETE_CLASS))}
+                                     ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -188,7 +211,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         assert any(r.startswith("script_patch:") and r.endswith(f"{cls}.get_family")
                    for r in patched["onepass_reasons"]), patched["onepass_reasons"]
     for name, where in (("readd", "manim.camera.camera.extract_mobject_family_members"),
-                        ("class", "manim.camera.camera.Camera")):
+                        ("class", "manim.camera.camera.Camera"), ("log", "Logger(manim).handlers")):
         patched = rows[name]
         assert patched["success"], patched.get("error")
         assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
@@ -233,3 +256,37 @@ def test_an_imported_alias_does_not_escape_the_name_rule():
                    "from manim.utils.module_ops import __dict__ as d\n"):
         assert any(r.startswith("import_name:") for r in static_reasons(script)), script
     assert static_reasons("from manim import *\nfrom manim import Square, Camera as C\nimport numpy as np\n") == []
+
+
+def test_the_log_pipeline_holds_no_script_hook(monkeypatch):
+    # red team: a handler, a filter, a callable bound on a logger or a script object as a console's file counted
+    # the render's log records (which the audit-only run does not write)
+    import logging
+
+    import manim
+
+    def hooked(change):
+        state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}, "code_file": __file__})
+        state.baseline, state.watch = oc._baseline()
+        state.log_pipeline = oc._LogPipeline()
+        with monkeypatch.context() as m:
+            change(m)
+            state.check_patches()
+        return state.reasons
+
+    calls = []
+
+    class Sink:
+        def write(self, text):
+            calls.append(text)
+
+    handler = manim.logger.handlers[0]
+    assert hooked(lambda m: None) == []
+    assert hooked(lambda m: m.setattr(manim.logger, "info", calls.append)) == ["script_patch:Logger(manim).info"]
+    assert hooked(lambda m: m.setattr(manim.logger, "filters", [calls.append])) == [
+        "script_patch:Logger(manim).filters"]
+    assert hooked(lambda m: m.setattr(logging.root, "handlers", [*logging.root.handlers, Sink()])) == [
+        "script_patch:RootLogger(root).handlers"]
+    assert "script_patch:Console()._file" in hooked(lambda m: m.setattr(handler.console, "_file", Sink()))
+    assert "script_patch:logging.Logger.info" in hooked(
+        lambda m: m.setattr(logging.Logger, "info", lambda self, *a, **k: calls.append(a)))
