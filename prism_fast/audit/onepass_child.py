@@ -102,7 +102,7 @@ class _State:
                     # becomes the baseline, so that the same accepted difference does not send every later play
                     # through the full comparison again -- any later change is still a change from it
                     self.baseline, self.watch = now, watch
-            for where in _instance_patches(scene if scene is not None else self.scene):
+            for where in _instance_patches(scene if scene is not None else self.scene, self.req.get("code_file")):
                 self.flag(f"script_patch:{where}")
             if self.log_pipeline is not None:  # (taken with the baseline: when it failed, guard_error is flagged)
                 for where in self.log_pipeline.changes(self.req.get("code_file")):
@@ -558,12 +558,18 @@ def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:
     if code_file is None:
         return ["script_code_unknown"]
     reasons = []
+    memo: dict = {}
     for key, value in list(vars(anim).items()):
         if isinstance(value, mobject_cls):
-            if any(_script_methods(type(m), code_file) for m in value.get_family()):
+            family = value.get_family()
+            if any(_script_methods(type(m), code_file) for m in family):
                 reasons.append(f"script_mobject_class:{key}")
+            elif any(_script_value(v, code_file, memo) for m in family for v in list(vars(m).values())):
+                reasons.append(f"script_object:{key}")  # (red team: a script np.ndarray subclass as its points)
         elif callable(value) and _script_callable(value, code_file):
             reasons.append(f"script_callable:{key}")
+        elif _script_value(value, code_file, memo):
+            reasons.append(f"script_object:{key}")
     return reasons
 
 
@@ -747,16 +753,21 @@ def _resolve(mod, qualname: str):
     return obj if isinstance(obj, type) else None
 
 
-def _instance_patches(scene) -> list[str]:
-    """A method shadowed on an instance (``square.get_family = f``): the scene's and its mobjects'."""
+def _instance_patches(scene, code_file=None) -> list[str]:
+    """A method shadowed on an instance (``square.get_family = f``): the scene's and its mobjects'; and an instance
+    of a script class held by a mobject (red team: ``square.points = square.points.view(A)``, ``A`` a script
+    ``np.ndarray`` subclass whose ``__array_finalize__`` the camera runs at every frame, counted the frames)."""
     if scene is None:
         return []
     out = set()
+    script_types: dict = {}
     for obj in (scene, *[m for top in list(getattr(scene, "mobjects", None) or []) for m in top.get_family()]):
         cls = type(obj)
         for name, value in list(getattr(obj, "__dict__", {}).items()):
             if callable(value) and callable(getattr(cls, name, None)):
                 out.add(f"{cls.__name__}().{name}")
+            elif obj is not scene and code_file is not None and _script_value(value, code_file, script_types):
+                out.add(f"{cls.__name__}().{name}:script_object")
     return sorted(out)[:5]
 
 
@@ -823,6 +834,24 @@ class _LogPipeline:
                 if script_types[t] or (callable(value) and _script_callable(value, code_file)):
                     out.add(f"{where}.{name}")
         return sorted(out)[:5]
+
+
+def _script_value(value, code_file, memo: dict, depth: int = 0) -> bool:
+    """Whether library code working on ``value`` (a mobject's or an animation's attribute) may run script code: an
+    instance of a class with a script method library code could call (:func:`_script_methods`: an ``np.ndarray``
+    subclass's ``__array_finalize__``, a ``float`` subclass's ``__mul__``; not a script mobject class with only its
+    ``__init__``), a numpy array of objects, or a list or tuple holding one. ``memo``: type -> that verdict."""
+    t = type(value)
+    hit = memo.get(t)
+    if hit is None:
+        hit = memo[t] = bool(_script_methods(t, code_file))
+    if hit:
+        return True
+    if getattr(getattr(value, "dtype", None), "hasobject", False):
+        return True
+    if depth == 0 and t in (list, tuple) and len(value) <= 256:
+        return any(_script_value(v, code_file, memo, 1) for v in value)
+    return False
 
 
 _MISSING = object()

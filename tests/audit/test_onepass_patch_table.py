@@ -176,6 +176,45 @@ class S(Scene):
         self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
 '''
 
+# red team: no library patch at all -- a script np.ndarray subclass as a mobject's points, whose __array_finalize__
+# the camera runs at every frame, counted the frames
+ARRAY_VIEW = '''from manim import *
+import numpy as np
+
+calls = [0]
+
+
+class A(np.ndarray):
+    def __array_finalize__(self, obj):
+        calls[0] += 1
+
+
+class S(Scene):
+    def construct(self):
+        sq = Square()
+        sq.points = sq.points.view(A)
+        self.add(sq)
+        self.play(sq.animate.shift(RIGHT))
+        self.play(FadeIn(Text("x").shift(min(calls[0], 200) * 0.1 * RIGHT)))
+'''
+
+# a script mobject class with only its constructor is not script code the render runs: still shared
+CARDS = '''from manim import *
+
+
+class Card(VGroup):
+    def __init__(self, label):
+        super().__init__(Square(), Text(label))
+        self.arrange(DOWN)
+
+
+class S(Scene):
+    def construct(self):
+        g = VGroup(Card("a"), Card("b")).arrange(RIGHT)
+        self.add(g)
+        self.play(g.animate.shift(UP))
+'''
+
 PLAIN = '''from manim import *
 
 
@@ -201,7 +240,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         rows = {name: onepass.render_with_onepass(f"T-{name}", script, tmp_path, cfg, REFERENCE, None, worker.run,
                                                   AuditConfig().to_dict())
                 for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
-                                     ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER))}
+                                     ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
+                                     ("array", ARRAY_VIEW), ("cards", CARDS))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -216,8 +256,12 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         assert patched["success"], patched.get("error")
         assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
         assert f"script_patch:{where}" in patched["onepass_reasons"], patched["onepass_reasons"]
-    clean = rows["plain"]
-    assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
+    patched = rows["array"]
+    assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
+    assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
+    for name in ("plain", "cards"):
+        clean = rows[name]
+        assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
 
 
 def test_a_deleted_name_is_a_change_and_its_return_is_still_found(manim_modules, monkeypatch):
