@@ -591,7 +591,17 @@ PATCH_WATCHED = ("manim", "manimpango", "numpy", "scipy", "cairo", "PIL", "math"
                  "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers",
                  # where the render logs and shows progress, which the audit-only run does differently (red team:
                  # `type(logger).info = counted`): see _LogPipeline
-                 "logging", "rich", "tqdm")
+                 "logging", "rich", "tqdm",
+                 # what the render's file writer and caching run, and the audit-only run does not or differently
+                 # (red team: `manim.utils.file_ops.Path.with_suffix = counted`, pathlib reached through a manim
+                 # module), and the other libraries manim's modules bind (reachable as their attributes). Not every
+                 # module: scanning one runs its attribute hooks (torch's `__getattr__` initialises CUDA)
+                 "pathlib", "os", "posixpath", "genericpath", "shutil", "io", "json", "hashlib", "zlib", "tempfile",
+                 "subprocess", "threading", "time", "datetime", "weakref", "contextlib", "types", "inspect",
+                 "copyreg", "warnings", "traceback", "codecs", "struct", "pickle", "base64", "uuid", "platform",
+                 "glob", "fnmatch", "urllib", "xml", "html", "unicodedata", "locale", "gettext", "zipfile", "gzip",
+                 "av", "srt", "pydub", "svgelements", "mapbox_earcut", "isosurfaces", "pathops", "moderngl",
+                 "screeninfo", "decorator", "pygments", "networkx", "watchdog", "cloup", "click")
 
 
 def _watched(mod_name: str, mod) -> bool:
@@ -635,18 +645,20 @@ class _ModulePart:
             self.ns, self.snap = None, None
             return
         self.snap = dict(items)
+        get = self.ns.get  # (the watch holds each namespace's bound get, made once per namespace)
         for name, value in items:
             if callable(value) or hasattr(value, "__get__"):
                 self.entries[(mod_name, "", name)] = value
-                self.watch.append((self.ns, name, value))
+                self.watch.append((get, name, value))
             if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
                 cns = vars(value)
                 members = list(cns.items())
                 self.classes.append((cns, dict(members)))
+                cget = cns.get
                 for attr, member in members:
                     if callable(member) or hasattr(member, "__get__"):
                         self.entries[(mod_name, value.__qualname__, attr)] = member
-                        self.watch.append((cns, attr, member))
+                        self.watch.append((cget, attr, member))
 
     def current(self, mod) -> bool:
         """Whether a scan of ``mod`` now would give this part: same module, same namespace (every name bound to
@@ -671,6 +683,7 @@ class _Table:
     def __init__(self):
         self.parts = {name: _ModulePart(name, mod) for name, mod in list(sys.modules.items()) if _watched(name, mod)}
         self.merged: dict | None = None
+        self.watch: _Watch | None = None  # the merged table's watch (kept while no part changes)
 
     def current(self) -> tuple[dict, "_Watch"]:
         live = {name: mod for name, mod in list(sys.modules.items()) if _watched(name, mod)}
@@ -685,9 +698,10 @@ class _Table:
             self.merged = {}
             for part in self.parts.values():
                 self.merged.update(part.entries)
-        parts = self.parts.values()
-        return self.merged, _Watch([e for p in parts for e in p.watch],
-                                   [cns for p in parts for cns, _ in p.classes])
+        if dirty or self.watch is None:
+            parts = self.parts.values()
+            self.watch = _Watch([e for p in parts for e in p.watch], [cns for p in parts for cns, _ in p.classes])
+        return self.merged, self.watch
 
 
 _TABLE: _Table | None = None
@@ -715,7 +729,7 @@ class _Watch:
     few milliseconds instead of rebuilding the whole table at every play."""
 
     def __init__(self, entries: list, class_namespaces: list):
-        self.entries = entries  # (live namespace, name, the object bound there in the baseline)
+        self.entries = entries  # (the live namespace's get, name, the object bound there in the baseline)
         self.sizes = [(ns, len(ns)) for ns in class_namespaces]
 
     @classmethod
@@ -728,7 +742,7 @@ class _Watch:
             if mod is None:
                 continue
             if not qualname:
-                entries.append((vars(mod), name, value))
+                entries.append((vars(mod).get, name, value))
                 continue
             klass = classes.get((mod_name, qualname))
             if klass is None:
@@ -736,11 +750,12 @@ class _Watch:
                 if klass is None:
                     continue
                 classes[(mod_name, qualname)] = klass
-            entries.append((vars(klass), name, value))
+            entries.append((vars(klass).get, name, value))
         return cls(entries, [vars(c) for c in classes.values()])
 
     def changed(self) -> bool:
-        return (any(ns.get(name, _MISSING) is not value for ns, name, value in self.entries)
+        missing = _MISSING
+        return (any(get(name, missing) is not value for get, name, value in self.entries)
                 or any(len(ns) != n for ns, n in self.sizes))
 
 

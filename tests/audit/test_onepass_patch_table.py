@@ -198,6 +198,29 @@ class S(Scene):
         self.play(FadeIn(Text("x").shift(min(calls[0], 200) * 0.1 * RIGHT)))
 '''
 
+# red team: a class of a library outside the old watch list (pathlib, reached as manim.utils.file_ops.Path),
+# which the render's file writer calls at every play and the audit-only run does not
+PATH_PATCH = '''from manim import *
+import manim.utils.file_ops as fo
+
+calls = [0]
+real = fo.Path.with_suffix
+
+
+def counted(*a, **k):
+    calls[0] += 1
+    return real(*a, **k)
+
+
+fo.Path.with_suffix = counted
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(calls[0] * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -241,7 +264,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                                   AuditConfig().to_dict())
                 for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
                                      ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
-                                     ("array", ARRAY_VIEW), ("cards", CARDS))}
+                                     ("array", ARRAY_VIEW), ("cards", CARDS),
+                                     ("path", PATH_PATCH))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -251,7 +275,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         assert any(r.startswith("script_patch:") and r.endswith(f"{cls}.get_family")
                    for r in patched["onepass_reasons"]), patched["onepass_reasons"]
     for name, where in (("readd", "manim.camera.camera.extract_mobject_family_members"),
-                        ("class", "manim.camera.camera.Camera"), ("log", "Logger(manim).handlers")):
+                        ("class", "manim.camera.camera.Camera"), ("log", "Logger(manim).handlers"),
+                        ("path", "pathlib.Path.with_suffix")):
         patched = rows[name]
         assert patched["success"], patched.get("error")
         assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
