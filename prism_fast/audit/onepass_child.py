@@ -874,8 +874,13 @@ _OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 def _ours(value) -> bool:
-    func = getattr(value, "__func__", value)
-    code = getattr(func, "__code__", None)
+    """One of the render's own instruments: a plain function of this package (never a bound method: its
+    ``__self__`` may be the script's, e.g. ``Lib.f = self.remove`` with the script's scene)."""
+    import types
+
+    if not isinstance(value, types.FunctionType):
+        return False
+    code = getattr(value, "__code__", None)
     return code is not None and os.path.abspath(code.co_filename).startswith(_OWN_PACKAGE)
 
 

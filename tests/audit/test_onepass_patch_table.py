@@ -359,3 +359,15 @@ def test_the_log_pipeline_holds_no_script_hook(monkeypatch):
     assert "script_patch:Console()._file" in hooked(lambda m: m.setattr(handler.console, "_file", Sink()))
     assert "script_patch:logging.Logger.info" in hooked(
         lambda m: m.setattr(logging.Logger, "info", lambda self, *a, **k: calls.append(a)))
+
+
+def test_a_bound_method_of_the_instruments_is_not_one_of_them(manim_modules, monkeypatch):
+    # `_ours` accepts the render's own instruments (functions of this package) rebound after the baseline; a bound
+    # method of one of its classes (`Lib.f = self.remove`, the script's scene as self) is not one
+    _, _, bezier = manim_modules
+    base = oc._library_callables()
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    monkeypatch.setattr(bezier, "interpolate", state.flag)
+    assert "manim.utils.bezier.interpolate" in oc._patched(base)
+    monkeypatch.setattr(bezier, "interpolate", oc._same)  # a plain function of the package: accepted
+    assert "manim.utils.bezier.interpolate" not in oc._patched(base)
