@@ -82,6 +82,7 @@ class _State:
         self.baseline = None  # the libraries' callables after install (_library_callables)
         self.watch = None  # _Watch over the baseline: a cheap "anything changed?" before the full comparison
         self.baseline_asked = False  # the baseline is taken once, before the script's module runs
+        self.log_pipeline = None  # _LogPipeline: the logging objects as they were at the baseline
 
     def check_patches(self, scene=None) -> None:
         if self.baseline is None:
@@ -101,8 +102,11 @@ class _State:
                     # becomes the baseline, so that the same accepted difference does not send every later play
                     # through the full comparison again -- any later change is still a change from it
                     self.baseline, self.watch = now, watch
-            for where in _instance_patches(scene if scene is not None else self.scene):
+            for where in _instance_patches(scene if scene is not None else self.scene, self.req.get("code_file")):
                 self.flag(f"script_patch:{where}")
+            if self.log_pipeline is not None:  # (taken with the baseline: when it failed, guard_error is flagged)
+                for where in self.log_pipeline.changes(self.req.get("code_file")):
+                    self.flag(f"script_patch:{where}")
         except Exception as exc:  # noqa: BLE001
             self.flag(f"guard_error:{type(exc).__name__}")
         self.audit_sec += time.perf_counter() - t0
@@ -286,6 +290,7 @@ def _install(state: _State) -> None:
         t0 = time.perf_counter()
         try:
             state.baseline, state.watch = _baseline()
+            state.log_pipeline = _LogPipeline()
         except Exception as exc:  # noqa: BLE001 - no baseline, no trust: the sample is audited separately
             state.flag(f"guard_error:{type(exc).__name__}")
         state.audit_sec += time.perf_counter() - t0
@@ -553,12 +558,18 @@ def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:
     if code_file is None:
         return ["script_code_unknown"]
     reasons = []
+    memo: dict = {}
     for key, value in list(vars(anim).items()):
         if isinstance(value, mobject_cls):
-            if any(_script_methods(type(m), code_file) for m in value.get_family()):
+            family = value.get_family()
+            if any(_script_methods(type(m), code_file) for m in family):
                 reasons.append(f"script_mobject_class:{key}")
+            elif any(_script_value(v, code_file, memo) for m in family for v in list(vars(m).values())):
+                reasons.append(f"script_object:{key}")  # (red team: a script np.ndarray subclass as its points)
         elif callable(value) and _script_callable(value, code_file):
             reasons.append(f"script_callable:{key}")
+        elif _script_value(value, code_file, memo):
+            reasons.append(f"script_object:{key}")
     return reasons
 
 
@@ -577,7 +588,20 @@ def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
 
 PATCH_WATCHED = ("manim", "manimpango", "numpy", "scipy", "cairo", "PIL", "math", "cmath", "random", "itertools",
                  "functools", "collections", "operator", "statistics", "colorsys", "copy", "decimal", "fractions",
-                 "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers")
+                 "bisect", "heapq", "re", "string", "textwrap", "typing", "dataclasses", "enum", "abc", "numbers",
+                 # where the render logs and shows progress, which the audit-only run does differently (red team:
+                 # `type(logger).info = counted`): see _LogPipeline
+                 "logging", "rich", "tqdm",
+                 # what the render's file writer and caching run, and the audit-only run does not or differently
+                 # (red team: `manim.utils.file_ops.Path.with_suffix = counted`, pathlib reached through a manim
+                 # module), and the other libraries manim's modules bind (reachable as their attributes). Not every
+                 # module: scanning one runs its attribute hooks (torch's `__getattr__` initialises CUDA)
+                 "pathlib", "os", "posixpath", "genericpath", "shutil", "io", "json", "hashlib", "zlib", "tempfile",
+                 "subprocess", "threading", "time", "datetime", "weakref", "contextlib", "types", "inspect",
+                 "copyreg", "warnings", "traceback", "codecs", "struct", "pickle", "base64", "uuid", "platform",
+                 "glob", "fnmatch", "urllib", "xml", "html", "unicodedata", "locale", "gettext", "zipfile", "gzip",
+                 "av", "srt", "pydub", "svgelements", "mapbox_earcut", "isosurfaces", "pathops", "moderngl",
+                 "screeninfo", "decorator", "pygments", "networkx", "watchdog", "cloup", "click")
 
 
 def _watched(mod_name: str, mod) -> bool:
@@ -621,18 +645,20 @@ class _ModulePart:
             self.ns, self.snap = None, None
             return
         self.snap = dict(items)
+        get = self.ns.get  # (the watch holds each namespace's bound get, made once per namespace)
         for name, value in items:
             if callable(value) or hasattr(value, "__get__"):
                 self.entries[(mod_name, "", name)] = value
-                self.watch.append((self.ns, name, value))
+                self.watch.append((get, name, value))
             if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
                 cns = vars(value)
                 members = list(cns.items())
                 self.classes.append((cns, dict(members)))
+                cget = cns.get
                 for attr, member in members:
                     if callable(member) or hasattr(member, "__get__"):
                         self.entries[(mod_name, value.__qualname__, attr)] = member
-                        self.watch.append((cns, attr, member))
+                        self.watch.append((cget, attr, member))
 
     def current(self, mod) -> bool:
         """Whether a scan of ``mod`` now would give this part: same module, same namespace (every name bound to
@@ -657,6 +683,7 @@ class _Table:
     def __init__(self):
         self.parts = {name: _ModulePart(name, mod) for name, mod in list(sys.modules.items()) if _watched(name, mod)}
         self.merged: dict | None = None
+        self.watch: _Watch | None = None  # the merged table's watch (kept while no part changes)
 
     def current(self) -> tuple[dict, "_Watch"]:
         live = {name: mod for name, mod in list(sys.modules.items()) if _watched(name, mod)}
@@ -671,9 +698,10 @@ class _Table:
             self.merged = {}
             for part in self.parts.values():
                 self.merged.update(part.entries)
-        parts = self.parts.values()
-        return self.merged, _Watch([e for p in parts for e in p.watch],
-                                   [cns for p in parts for cns, _ in p.classes])
+        if dirty or self.watch is None:
+            parts = self.parts.values()
+            self.watch = _Watch([e for p in parts for e in p.watch], [cns for p in parts for cns, _ in p.classes])
+        return self.merged, self.watch
 
 
 _TABLE: _Table | None = None
@@ -701,7 +729,7 @@ class _Watch:
     few milliseconds instead of rebuilding the whole table at every play."""
 
     def __init__(self, entries: list, class_namespaces: list):
-        self.entries = entries  # (live namespace, name, the object bound there in the baseline)
+        self.entries = entries  # (the live namespace's get, name, the object bound there in the baseline)
         self.sizes = [(ns, len(ns)) for ns in class_namespaces]
 
     @classmethod
@@ -714,7 +742,7 @@ class _Watch:
             if mod is None:
                 continue
             if not qualname:
-                entries.append((vars(mod), name, value))
+                entries.append((vars(mod).get, name, value))
                 continue
             klass = classes.get((mod_name, qualname))
             if klass is None:
@@ -722,11 +750,12 @@ class _Watch:
                 if klass is None:
                     continue
                 classes[(mod_name, qualname)] = klass
-            entries.append((vars(klass), name, value))
+            entries.append((vars(klass).get, name, value))
         return cls(entries, [vars(c) for c in classes.values()])
 
     def changed(self) -> bool:
-        return (any(ns.get(name, _MISSING) is not value for ns, name, value in self.entries)
+        missing = _MISSING
+        return (any(get(name, missing) is not value for get, name, value in self.entries)
                 or any(len(ns) != n for ns, n in self.sizes))
 
 
@@ -739,17 +768,105 @@ def _resolve(mod, qualname: str):
     return obj if isinstance(obj, type) else None
 
 
-def _instance_patches(scene) -> list[str]:
-    """A method shadowed on an instance (``square.get_family = f``): the scene's and its mobjects'."""
+def _instance_patches(scene, code_file=None) -> list[str]:
+    """A method shadowed on an instance (``square.get_family = f``): the scene's and its mobjects'; and an instance
+    of a script class held by a mobject (red team: ``square.points = square.points.view(A)``, ``A`` a script
+    ``np.ndarray`` subclass whose ``__array_finalize__`` the camera runs at every frame, counted the frames)."""
     if scene is None:
         return []
     out = set()
+    script_types: dict = {}
     for obj in (scene, *[m for top in list(getattr(scene, "mobjects", None) or []) for m in top.get_family()]):
         cls = type(obj)
         for name, value in list(getattr(obj, "__dict__", {}).items()):
             if callable(value) and callable(getattr(cls, name, None)):
                 out.add(f"{cls.__name__}().{name}")
+            elif obj is not scene and code_file is not None and _script_value(value, code_file, script_types):
+                out.add(f"{cls.__name__}().{name}:script_object")
     return sorted(out)[:5]
+
+
+class _LogPipeline:
+    """Where the render's log records and console output go, as it was right before the script ran (red team):
+    the render logs what the audit-only run does not (a partial movie file written, at every play), so a script
+    handler or filter (``logger.addHandler(counter)``, ``logger.addFilter(calls.append)``), a callable bound on a
+    logger, handler, formatter or console (``logger.info = counted``) or a script object put in their place
+    (``handler.lock``, ``console.file``) would count the render's work into the scene. Every logger, handler,
+    formatter and manim console must keep its handlers and filters, the callables bound on it, and hold no instance
+    of a script class. (Their classes are watched by the library table: ``logging``, ``rich``, ``tqdm``.)"""
+
+    def __init__(self):
+        self.objects = {id(o): (o, self._snap(o)) for o in self._objects()}
+
+    @staticmethod
+    def _objects() -> list:
+        import logging
+
+        import manim
+
+        loggers = [logging.root, *[lg for lg in list(logging.Logger.manager.loggerDict.values())
+                                   if isinstance(lg, logging.Logger)]]
+        handlers = [h for lg in loggers for h in list(getattr(lg, "handlers", []))]
+        if logging.lastResort is not None:
+            handlers.append(logging.lastResort)
+        out = [*loggers, *handlers, logging.Logger.manager]
+        for h in handlers:
+            out.extend(x for x in (getattr(h, "formatter", None), getattr(h, "console", None)) if x is not None)
+            out.extend(getattr(h, "filters", []))
+        for lg in loggers:
+            out.extend(lg.filters)
+        for name in ("console", "error_console"):
+            if getattr(manim, name, None) is not None:
+                out.append(getattr(manim, name))
+        return out
+
+    @staticmethod
+    def _snap(obj) -> dict:
+        # callables bound on the instance, its handler and filter lists (contents), its sinks
+        out = {}
+        for name, value in list(getattr(obj, "__dict__", {}).items()):
+            if name in ("handlers", "filters") and isinstance(value, list):
+                out[name] = (value, tuple(value))
+            elif callable(value) or hasattr(value, "__get__") or name in ("formatter", "console", "file", "_file",
+                                                                         "lock", "parent"):
+                out[name] = (value, None)
+        return out
+
+    def changes(self, code_file) -> list[str]:
+        out = set()
+        script_types: dict = {}
+        for obj, snap in self.objects.values():
+            now = self._snap(obj)
+            where = f"{type(obj).__name__}({getattr(obj, 'name', '')})"
+            for name in snap.keys() | now.keys():
+                old, new = snap.get(name, (_MISSING, None)), now.get(name, (_MISSING, None))
+                if old[0] is not new[0] or (old[1] is not None and old[1] != new[1]):
+                    out.add(f"{where}.{name}")
+            for name, value in list(getattr(obj, "__dict__", {}).items()):
+                t = type(value)
+                if t not in script_types:
+                    script_types[t] = _script_class(t, code_file)
+                if script_types[t] or (callable(value) and _script_callable(value, code_file)):
+                    out.add(f"{where}.{name}")
+        return sorted(out)[:5]
+
+
+def _script_value(value, code_file, memo: dict, depth: int = 0) -> bool:
+    """Whether library code working on ``value`` (a mobject's or an animation's attribute) may run script code: an
+    instance of a class with a script method library code could call (:func:`_script_methods`: an ``np.ndarray``
+    subclass's ``__array_finalize__``, a ``float`` subclass's ``__mul__``; not a script mobject class with only its
+    ``__init__``), a numpy array of objects, or a list or tuple holding one. ``memo``: type -> that verdict."""
+    t = type(value)
+    hit = memo.get(t)
+    if hit is None:
+        hit = memo[t] = bool(_script_methods(t, code_file))
+    if hit:
+        return True
+    if getattr(getattr(value, "dtype", None), "hasobject", False):
+        return True
+    if depth == 0 and t in (list, tuple) and len(value) <= 256:
+        return any(_script_value(v, code_file, memo, 1) for v in value)
+    return False
 
 
 _MISSING = object()
@@ -757,8 +874,13 @@ _OWN_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 
 def _ours(value) -> bool:
-    func = getattr(value, "__func__", value)
-    code = getattr(func, "__code__", None)
+    """One of the render's own instruments: a plain function of this package (never a bound method: its
+    ``__self__`` may be the script's, e.g. ``Lib.f = self.remove`` with the script's scene)."""
+    import types
+
+    if not isinstance(value, types.FunctionType):
+        return False
+    code = getattr(value, "__code__", None)
     return code is not None and os.path.abspath(code.co_filename).startswith(_OWN_PACKAGE)
 
 
@@ -779,18 +901,29 @@ def _set_default(old, value) -> bool:
 
 def _patched(baseline: dict, now: dict | None = None) -> list[str]:
     """What changed from ``baseline`` to ``now`` (default: a fresh :func:`_library_callables`): a callable rebound,
-    or one bound on a watched class under a name it did not have (``Square.get_family = f``, inherited before). New
-    modules (imported later) are not changes."""
+    or one bound on a watched class under a name it did not have (``Square.get_family = f``, inherited before), or
+    one deleted. New modules (imported later) are not changes."""
     if now is None:
         now = _library_callables()
     classes = {(k[0], k[1]) for k in baseline if k[1]}
     out = set()
+    kept = 0  # baseline entries still bound (same object or not)
     for key, value in now.items():
         old = baseline.get(key, _MISSING)
+        if old is not _MISSING:
+            kept += 1
         if old is value or _ours(value) or _set_default(old, value):
             continue  # unchanged, the render's own instruments (execute/textboxes.py), or manim's set_default
         if old is not _MISSING or (key[1] and (key[0], key[1]) in classes):
             out.add(".".join(p for p in key if p))
+    if kept < len(baseline):
+        # a name deleted from a module or class (red team): never accepted -- accepted, the baseline is re-taken
+        # without it (check_patches) and `del module.f` then `module.f = counted` passes as a new name; and a class
+        # deleted from its defining module (`del camera_module.Camera`) is scanned no more, its methods patchable
+        # unseen. A module gone from sys.modules is not the script's doing (it has no `sys`).
+        for key in baseline.keys() - now.keys():
+            if sys.modules.get(key[0]) is not None:
+                out.add(".".join(p for p in key if p))
     return sorted(out)[:5]
 
 

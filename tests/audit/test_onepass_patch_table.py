@@ -107,6 +107,137 @@ class S(Scene):
         self.play(FadeOut(Circle()))
 '''
 
+# red team: a module function deleted (an accepted difference, the baseline re-taken without it) at a remove, then
+# bound again to a counter the camera calls at every frame; and a class deleted from its defining module, then
+# patched (scanned no more). Both counted frames, the render's 15 against the audit-only run's, into a position
+DELETE_READD = '''from manim import *
+import manim.camera.camera as cc
+
+calls = [0]
+
+
+class S(Scene):
+    def construct(self):
+        a = Square()
+        self.add(a)
+        keep = cc.extract_mobject_family_members
+        del cc.extract_mobject_family_members
+        self.remove(a)
+
+        def counted(*args, **kwargs):
+            calls[0] += 1
+            return keep(*args, **kwargs)
+
+        cc.extract_mobject_family_members = counted
+        self.play(Create(Circle()))
+        self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
+'''
+
+DELETE_CLASS = '''from manim import *
+import manim.camera.camera as cc
+
+calls = [0]
+real = Camera.capture_mobjects
+
+
+def counted(self, *args, **kwargs):
+    calls[0] += 1
+    return real(self, *args, **kwargs)
+
+
+class S(Scene):
+    def construct(self):
+        del cc.Camera
+        Camera.capture_mobjects = counted
+        self.play(Create(Square()))
+        self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
+'''
+
+# red team: the render logs what the audit-only run does not (a partial movie file written, at every play): a
+# script handler on manim's logger counted the render's records into a position
+LOG_HANDLER = '''from manim import *
+
+calls = [0]
+
+
+class Counter:
+    level = 0
+
+    def handle(self, record):
+        calls[0] += 1
+
+
+logger.addHandler(Counter())
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Text("x").shift(calls[0] * RIGHT)))
+'''
+
+# red team: no library patch at all -- a script np.ndarray subclass as a mobject's points, whose __array_finalize__
+# the camera runs at every frame, counted the frames
+ARRAY_VIEW = '''from manim import *
+import numpy as np
+
+calls = [0]
+
+
+class A(np.ndarray):
+    def __array_finalize__(self, obj):
+        calls[0] += 1
+
+
+class S(Scene):
+    def construct(self):
+        sq = Square()
+        sq.points = sq.points.view(A)
+        self.add(sq)
+        self.play(sq.animate.shift(RIGHT))
+        self.play(FadeIn(Text("x").shift(min(calls[0], 200) * 0.1 * RIGHT)))
+'''
+
+# red team: a class of a library outside the old watch list (pathlib, reached as manim.utils.file_ops.Path),
+# which the render's file writer calls at every play and the audit-only run does not
+PATH_PATCH = '''from manim import *
+import manim.utils.file_ops as fo
+
+calls = [0]
+real = fo.Path.with_suffix
+
+
+def counted(*a, **k):
+    calls[0] += 1
+    return real(*a, **k)
+
+
+fo.Path.with_suffix = counted
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(calls[0] * RIGHT)))
+'''
+
+# a script mobject class with only its constructor is not script code the render runs: still shared
+CARDS = '''from manim import *
+
+
+class Card(VGroup):
+    def __init__(self, label):
+        super().__init__(Square(), Text(label))
+        self.arrange(DOWN)
+
+
+class S(Scene):
+    def construct(self):
+        g = VGroup(Card("a"), Card("b")).arrange(RIGHT)
+        self.add(g)
+        self.play(g.animate.shift(UP))
+'''
+
 PLAIN = '''from manim import *
 
 
@@ -131,7 +262,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     try:
         rows = {name: onepass.render_with_onepass(f"T-{name}", script, tmp_path, cfg, REFERENCE, None, worker.run,
                                                   AuditConfig().to_dict())
-                for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN))}
+                for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
+                                     ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
+                                     ("array", ARRAY_VIEW), ("cards", CARDS),
+                                     ("path", PATH_PATCH))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -140,5 +274,100 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
         assert any(r.startswith("script_patch:") and r.endswith(f"{cls}.get_family")
                    for r in patched["onepass_reasons"]), patched["onepass_reasons"]
-    clean = rows["plain"]
-    assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
+    for name, where in (("readd", "manim.camera.camera.extract_mobject_family_members"),
+                        ("class", "manim.camera.camera.Camera"), ("log", "Logger(manim).handlers"),
+                        ("path", "pathlib.Path.with_suffix")):
+        patched = rows[name]
+        assert patched["success"], patched.get("error")
+        assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
+        assert f"script_patch:{where}" in patched["onepass_reasons"], patched["onepass_reasons"]
+    patched = rows["array"]
+    assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
+    assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
+    for name in ("plain", "cards"):
+        clean = rows[name]
+        assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
+
+
+def test_a_deleted_name_is_a_change_and_its_return_is_still_found(manim_modules, monkeypatch):
+    # red team: `del module.f` was an accepted difference, the baseline re-taken without it, and `module.f = counted`
+    # then passed as a new module name; a class deleted from its defining module was scanned no more at all
+    manim, polygram, bezier = manim_modules
+    monkeypatch.setattr(oc, "_TABLE", oc._Table())
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    state.baseline, state.watch = oc._baseline()
+    real = bezier.mid
+    monkeypatch.delattr(bezier, "mid")
+    state.check_patches()
+    assert state.reasons == ["script_patch:manim.utils.bezier.mid"]
+    monkeypatch.setattr(bezier, "mid", lambda *a: real(*a), raising=False)
+    state.check_patches()
+    assert state.reasons == ["script_patch:manim.utils.bezier.mid"]  # found again (the baseline kept its old value)
+
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    state.baseline, state.watch = oc._baseline()
+    monkeypatch.delattr(polygram, "Square")
+    monkeypatch.setattr(manim.Square, "get_family", lambda self, recurse=True: [self], raising=False)
+    state.check_patches()
+    assert "script_patch:manim.mobject.geometry.polygram.Square" in state.reasons
+    # and the same from a fresh scan, whatever was accepted before
+    assert "manim.mobject.geometry.polygram.Square" in oc._patched(state.baseline)
+
+
+def test_an_imported_alias_does_not_escape_the_name_rule():
+    # red team: `from manim import config as c` then `c["frame_rate"]` (15 in the render, 60 in the audit-only run)
+    # shared a report the audit-only run does not give; a dunder imported by name is a module's namespace or builtins
+    from prism_fast.audit.onepass_rule import static_reasons
+
+    for script in ("from manim import config as c\nx = c['frame_rate']\n",
+                   "from manim import tempconfig as t\n",
+                   "from numpy import __builtins__ as b\n",
+                   "from manim.utils.module_ops import __dict__ as d\n"):
+        assert any(r.startswith("import_name:") for r in static_reasons(script)), script
+    assert static_reasons("from manim import *\nfrom manim import Square, Camera as C\nimport numpy as np\n") == []
+
+
+def test_the_log_pipeline_holds_no_script_hook(monkeypatch):
+    # red team: a handler, a filter, a callable bound on a logger or a script object as a console's file counted
+    # the render's log records (which the audit-only run does not write)
+    import logging
+
+    import manim
+
+    def hooked(change):
+        state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}, "code_file": __file__})
+        state.baseline, state.watch = oc._baseline()
+        state.log_pipeline = oc._LogPipeline()
+        with monkeypatch.context() as m:
+            change(m)
+            state.check_patches()
+        return state.reasons
+
+    calls = []
+
+    class Sink:
+        def write(self, text):
+            calls.append(text)
+
+    handler = manim.logger.handlers[0]
+    assert hooked(lambda m: None) == []
+    assert hooked(lambda m: m.setattr(manim.logger, "info", calls.append)) == ["script_patch:Logger(manim).info"]
+    assert hooked(lambda m: m.setattr(manim.logger, "filters", [calls.append])) == [
+        "script_patch:Logger(manim).filters"]
+    assert hooked(lambda m: m.setattr(logging.root, "handlers", [*logging.root.handlers, Sink()])) == [
+        "script_patch:RootLogger(root).handlers"]
+    assert "script_patch:Console()._file" in hooked(lambda m: m.setattr(handler.console, "_file", Sink()))
+    assert "script_patch:logging.Logger.info" in hooked(
+        lambda m: m.setattr(logging.Logger, "info", lambda self, *a, **k: calls.append(a)))
+
+
+def test_a_bound_method_of_the_instruments_is_not_one_of_them(manim_modules, monkeypatch):
+    # `_ours` accepts the render's own instruments (functions of this package) rebound after the baseline; a bound
+    # method of one of its classes (`Lib.f = self.remove`, the script's scene as self) is not one
+    _, _, bezier = manim_modules
+    base = oc._library_callables()
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    monkeypatch.setattr(bezier, "interpolate", state.flag)
+    assert "manim.utils.bezier.interpolate" in oc._patched(base)
+    monkeypatch.setattr(bezier, "interpolate", oc._same)  # a plain function of the package: accepted
+    assert "manim.utils.bezier.interpolate" not in oc._patched(base)
