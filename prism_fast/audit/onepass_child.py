@@ -731,6 +731,15 @@ class _Watch:
     def __init__(self, entries: list, class_namespaces: list):
         self.entries = entries  # (the live namespace's get, name, the object bound there in the baseline)
         self.sizes = [(ns, len(ns)) for ns in class_namespaces]
+        # the same entries grouped by namespace (consecutive runs of the same get), so that changed() compares
+        # them in C (map/operator.is_) instead of one Python-level step per entry
+        groups: list = []
+        for get, name, value in entries:
+            if not groups or groups[-1][0] is not get:
+                groups.append((get, [], []))
+            groups[-1][1].append(name)
+            groups[-1][2].append(value)
+        self.groups = [(get, tuple(names), tuple(values)) for get, names, values in groups]
 
     @classmethod
     def of(cls, baseline: dict) -> "_Watch":
@@ -754,9 +763,12 @@ class _Watch:
         return cls(entries, [vars(c) for c in classes.values()])
 
     def changed(self) -> bool:
-        missing = _MISSING
-        return (any(get(name, missing) is not value for get, name, value in self.entries)
-                or any(len(ns) != n for ns, n in self.sizes))
+        missing = itertools.repeat(_MISSING)
+        is_ = operator.is_
+        for get, names, values in self.groups:
+            if not all(map(is_, map(get, names, missing), values)):
+                return True
+        return any(len(ns) != n for ns, n in self.sizes)
 
 
 def _resolve(mod, qualname: str):
