@@ -634,10 +634,10 @@ class _ModulePart:
     what is needed to tell whether it is still current: the module object, a copy of its namespace and of the
     namespace of every class it defines, and the live views of those namespaces for :class:`_Watch`."""
 
-    __slots__ = ("mod", "ns", "snap", "classes", "entries", "watch")
+    __slots__ = ("mod", "ns", "snap", "classes", "entries", "watch", "groups")
 
     def __init__(self, mod_name: str, mod):
-        self.mod, self.entries, self.classes, self.watch = mod, {}, [], []
+        self.mod, self.entries, self.classes, self.watch, self.groups = mod, {}, [], [], []
         try:
             self.ns = vars(mod)
             items = list(self.ns.items())
@@ -659,6 +659,7 @@ class _ModulePart:
                     if callable(member) or hasattr(member, "__get__"):
                         self.entries[(mod_name, value.__qualname__, attr)] = member
                         self.watch.append((cget, attr, member))
+        self.groups = _groups(self.watch)
 
     def current(self, mod) -> bool:
         """Whether a scan of ``mod`` now would give this part: same module, same namespace (every name bound to
@@ -700,7 +701,8 @@ class _Table:
                 self.merged.update(part.entries)
         if dirty or self.watch is None:
             parts = self.parts.values()
-            self.watch = _Watch([e for p in parts for e in p.watch], [cns for p in parts for cns, _ in p.classes])
+            self.watch = _Watch([e for p in parts for e in p.watch], [cns for p in parts for cns, _ in p.classes],
+                                [g for p in parts for g in p.groups])
         return self.merged, self.watch
 
 
@@ -712,6 +714,7 @@ def warm() -> None:
     the library table every render child starts from."""
     global _TABLE
     _TABLE = _Table()
+    _TABLE.current()  # the merged table and its watch, so a child only redoes the parts that changed
 
 
 def _baseline() -> tuple[dict, "_Watch"]:
@@ -728,18 +731,12 @@ class _Watch:
     (a baseline entry no longer bound to the same object, or a watched class whose namespace changed size), in a
     few milliseconds instead of rebuilding the whole table at every play."""
 
-    def __init__(self, entries: list, class_namespaces: list):
+    def __init__(self, entries: list, class_namespaces: list, groups: list | None = None):
         self.entries = entries  # (the live namespace's get, name, the object bound there in the baseline)
         self.sizes = [(ns, len(ns)) for ns in class_namespaces]
-        # the same entries grouped by namespace (consecutive runs of the same get), so that changed() compares
-        # them in C (map/operator.is_) instead of one Python-level step per entry
-        groups: list = []
-        for get, name, value in entries:
-            if not groups or groups[-1][0] is not get:
-                groups.append((get, [], []))
-            groups[-1][1].append(name)
-            groups[-1][2].append(value)
-        self.groups = [(get, tuple(names), tuple(values)) for get, names, values in groups]
+        # the same entries grouped by namespace, so that changed() compares them in C (map/operator.is_) instead
+        # of one Python-level step per entry (given by the table's parts, which group theirs once)
+        self.groups = _groups(entries) if groups is None else groups
 
     @classmethod
     def of(cls, baseline: dict) -> "_Watch":
@@ -769,6 +766,17 @@ class _Watch:
             if not all(map(is_, map(get, names, missing), values)):
                 return True
         return any(len(ns) != n for ns, n in self.sizes)
+
+
+def _groups(entries: list) -> list:
+    """``(get, name, value)`` entries as ``(get, names, values)`` runs of the same namespace's ``get``."""
+    groups: list = []
+    for get, name, value in entries:
+        if not groups or groups[-1][0] is not get:
+            groups.append((get, [], []))
+        groups[-1][1].append(name)
+        groups[-1][2].append(value)
+    return [(get, tuple(names), tuple(values)) for get, names, values in groups]
 
 
 def _resolve(mod, qualname: str):
