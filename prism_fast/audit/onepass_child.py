@@ -882,8 +882,17 @@ def _script_value(value, code_file, memo: dict, depth: int = 0) -> bool:
         hit = memo[t] = bool(_script_methods(t, code_file))
     if hit:
         return True
-    if getattr(getattr(value, "dtype", None), "hasobject", False):
-        return True
+    dtype = getattr(value, "dtype", None)
+    if getattr(dtype, "hasobject", False):
+        # an array of Python objects: numpy runs their methods; library objects are the patch check's (manim's
+        # AnimationGroup keeps its animations in a structured array with an object field: anims_with_timings)
+        import numpy as np
+
+        if depth or not isinstance(value, np.ndarray) or value.size > 256:
+            return True
+        fields = [name for name, spec in (dtype.fields or {}).items() if spec[0].hasobject]
+        items = [x for f in fields for x in value[f].ravel().tolist()] if fields else value.ravel().tolist()
+        return any(_script_value(x, code_file, memo, 1) for x in items)
     if depth == 0 and t in (list, tuple) and len(value) <= 256:
         return any(_script_value(v, code_file, memo, 1) for v in value)
     return False

@@ -161,10 +161,12 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                     add(f"module_attr:{alias.name}")
                 elif alias.name in STRING_ACCESS or alias.name in FRAME_ATTRS or alias.name in REACH_ATTRS:
                     add(f"string_access:{alias.name}")
-                if alias.name.startswith("__") or alias.name in FLAG_NAMES or alias.name in FLAG_ATTRS:
+                if alias.name.startswith("__") or (alias.asname not in (None, alias.name)
+                                                   and (alias.name in FLAG_NAMES or alias.name in FLAG_ATTRS)):
                     # the name or attribute rule, which an alias would escape (red team: `from manim import config
                     # as c` then `c["frame_rate"]`, 15 in the render and 60 in the audit-only run; `from numpy
-                    # import __builtins__ as b`, `from <module> import __dict__ as d`)
+                    # import __builtins__ as b`, `from <module> import __dict__ as d`); imported under its own
+                    # name, every use meets the name rule (and its precise rules: `always_redraw`)
                     add(f"import_name:{alias.name}")
         elif isinstance(node, ast.Name):
             if node.id in FLAG_NAMES:

@@ -238,6 +238,19 @@ class S(Scene):
         self.play(g.animate.shift(UP))
 '''
 
+# manim's own object array (AnimationGroup/LaggedStart keep their animations in a structured array with an object
+# field, anims_with_timings) holds library animations only: still shared (the corpus's LaggedStart scripts were
+# audited separately for it)
+GROUPS = '''from manim import *
+
+
+class S(Scene):
+    def construct(self):
+        dots = VGroup(*[Dot().shift(i * RIGHT) for i in range(4)])
+        self.play(LaggedStart(*[FadeIn(d) for d in dots], lag_ratio=0.3))
+        self.play(AnimationGroup(dots.animate.shift(UP), Create(Square())))
+'''
+
 PLAIN = '''from manim import *
 
 
@@ -264,7 +277,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                                   AuditConfig().to_dict())
                 for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
                                      ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
-                                     ("array", ARRAY_VIEW), ("cards", CARDS),
+                                     ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
                                      ("path", PATH_PATCH))}
     finally:
         worker.close()
@@ -284,7 +297,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     patched = rows["array"]
     assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
     assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
-    for name in ("plain", "cards"):
+    for name in ("plain", "cards", "groups"):
         clean = rows[name]
         assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
 
@@ -325,6 +338,12 @@ def test_an_imported_alias_does_not_escape_the_name_rule():
                    "from manim.utils.module_ops import __dict__ as d\n"):
         assert any(r.startswith("import_name:") for r in static_reasons(script)), script
     assert static_reasons("from manim import *\nfrom manim import Square, Camera as C\nimport numpy as np\n") == []
+    # imported under its own name, a flagged name meets the name rule at each use (and its precise rules)
+    for script in ("from manim import always_redraw as ar\n", "from manim import config as config2\n"):
+        assert any(r.startswith("import_name:") for r in static_reasons(script)), script
+    for script in ("from manim import always_redraw\n", "from manim import config\n"):
+        assert not any(r.startswith("import_name:") for r in static_reasons(script)), script
+    assert "name:config" in static_reasons("from manim import config\nx = config['frame_rate']\n")
 
 
 def test_the_log_pipeline_holds_no_script_hook(monkeypatch):
