@@ -199,7 +199,10 @@ def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", prelo
         for module in preload:
             warm = getattr(importlib.import_module(module), "warm", None)
             if callable(warm):
-                warm()  # a preloaded module's one-time set-up, shared by every forked child
+                try:
+                    warm()  # a preloaded module's one-time set-up, shared by every forked child
+                except Exception as exc:  # noqa: BLE001 - a cache, not a result: its children do without it
+                    print(f"prism_fast prefork: {module}.warm() failed: {exc!r}", file=sys.stderr, flush=True)
 
     _send(resp_fd, {"ready": True, "manim": manim_version, "import_s": time.perf_counter() - t0})
     while True:
