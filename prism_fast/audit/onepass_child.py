@@ -634,10 +634,10 @@ class _ModulePart:
     what is needed to tell whether it is still current: the module object, a copy of its namespace and of the
     namespace of every class it defines, and the live views of those namespaces for :class:`_Watch`."""
 
-    __slots__ = ("mod", "ns", "snap", "classes", "entries", "watch", "groups")
+    __slots__ = ("mod", "ns", "snap", "classes", "entries", "groups")
 
     def __init__(self, mod_name: str, mod):
-        self.mod, self.entries, self.classes, self.watch, self.groups = mod, {}, [], [], []
+        self.mod, self.entries, self.classes, self.groups = mod, {}, [], []
         try:
             self.ns = vars(mod)
             items = list(self.ns.items())
@@ -645,11 +645,12 @@ class _ModulePart:
             self.ns, self.snap = None, None
             return
         self.snap = dict(items)
-        get = self.ns.get  # (the watch holds each namespace's bound get, made once per namespace)
+        watch = []  # (the namespace's bound get, made once per namespace, name, value): grouped below
+        get = self.ns.get
         for name, value in items:
             if callable(value) or hasattr(value, "__get__"):
                 self.entries[(mod_name, "", name)] = value
-                self.watch.append((get, name, value))
+                watch.append((get, name, value))
             if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
                 cns = vars(value)
                 members = list(cns.items())
@@ -658,8 +659,8 @@ class _ModulePart:
                 for attr, member in members:
                     if callable(member) or hasattr(member, "__get__"):
                         self.entries[(mod_name, value.__qualname__, attr)] = member
-                        self.watch.append((cget, attr, member))
-        self.groups = _groups(self.watch)
+                        watch.append((cget, attr, member))
+        self.groups = _groups(watch)
 
     def current(self, mod) -> bool:
         """Whether a scan of ``mod`` now would give this part: same module, same namespace (every name bound to
@@ -701,8 +702,7 @@ class _Table:
                 self.merged.update(part.entries)
         if dirty or self.watch is None:
             parts = self.parts.values()
-            self.watch = _Watch([e for p in parts for e in p.watch], [cns for p in parts for cns, _ in p.classes],
-                                [g for p in parts for g in p.groups])
+            self.watch = _Watch([g for p in parts for g in p.groups], [cns for p in parts for cns, _ in p.classes])
         return self.merged, self.watch
 
 
@@ -731,24 +731,24 @@ class _Watch:
     (a baseline entry no longer bound to the same object, or a watched class whose namespace changed size), in a
     few milliseconds instead of rebuilding the whole table at every play."""
 
-    def __init__(self, entries: list, class_namespaces: list, groups: list | None = None):
-        self.entries = entries  # (the live namespace's get, name, the object bound there in the baseline)
+    def __init__(self, groups: list, class_namespaces: list):
+        # (a live namespace's get, names, the objects bound to them in the baseline), one run per namespace, so
+        # that changed() compares them in C (map/operator.is_) instead of one Python-level step per entry
+        self.groups = groups
         self.sizes = [(ns, len(ns)) for ns in class_namespaces]
-        # the same entries grouped by namespace, so that changed() compares them in C (map/operator.is_) instead
-        # of one Python-level step per entry (given by the table's parts, which group theirs once)
-        self.groups = _groups(entries) if groups is None else groups
 
     @classmethod
     def of(cls, baseline: dict) -> "_Watch":
         modules = {k[0]: sys.modules.get(k[0]) for k in baseline}
         entries = []
         classes = {}
+        getters: dict = {}  # one bound get per namespace, so that entries of a namespace form one group
         for (mod_name, qualname, name), value in baseline.items():
             mod = modules.get(mod_name)
             if mod is None:
                 continue
             if not qualname:
-                entries.append((vars(mod).get, name, value))
+                entries.append((getters.setdefault(("", mod_name), vars(mod).get), name, value))
                 continue
             klass = classes.get((mod_name, qualname))
             if klass is None:
@@ -756,8 +756,8 @@ class _Watch:
                 if klass is None:
                     continue
                 classes[(mod_name, qualname)] = klass
-            entries.append((vars(klass).get, name, value))
-        return cls(entries, [vars(c) for c in classes.values()])
+            entries.append((getters.setdefault((mod_name, qualname), vars(klass).get), name, value))
+        return cls(_groups(entries), [vars(c) for c in classes.values()])
 
     def changed(self) -> bool:
         missing = itertools.repeat(_MISSING)
