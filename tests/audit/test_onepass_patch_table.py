@@ -29,7 +29,18 @@ def manim_modules():
     return manim, polygram, bezier
 
 
-def test_the_table_equals_a_fresh_scan_before_and_after_trusted_changes(manim_modules, monkeypatch):
+@pytest.fixture(params=["version_tags", "entry_by_entry"])
+def watch_kind(request, monkeypatch):
+    """Both watches: one version tag per namespace (this interpreter), and the exact entry-by-entry comparison used
+    where the tags are not proven (another interpreter): the same findings."""
+    if request.param == "entry_by_entry":
+        monkeypatch.setattr(oc, "_VERSIONS", None)
+    else:
+        assert oc._VERSIONS is not None
+    return request.param
+
+
+def test_the_table_equals_a_fresh_scan_before_and_after_trusted_changes(manim_modules, monkeypatch, watch_kind):
     manim, polygram, bezier = manim_modules
     table = oc._Table()
     base, watch = table.current()
@@ -60,7 +71,70 @@ def test_the_table_equals_a_fresh_scan_before_and_after_trusted_changes(manim_mo
     assert table.current()[0] is now
 
 
-def test_an_accepted_difference_does_not_hide_a_later_patch(manim_modules, monkeypatch):
+def test_dict_version_tags_are_in_use_here_and_see_every_kind_of_change(manim_modules, monkeypatch):
+    """The watch compares one version tag per namespace (CPython 3.11, the interpreter this project pins): proven at
+    import on probes, and here on a real manim module and class. A read gives no new tag; every write does."""
+    _, polygram, bezier = manim_modules
+    assert sys.version_info[:2] == (3, 11) and oc._VERSIONS is not None
+    v = oc._VERSIONS
+    mod_ns, cls_ns = vars(bezier), v.raw(vars(polygram.Square))
+    before = (v.tag(mod_ns), v.tag(cls_ns))
+    _ = bezier.interpolate, polygram.Square.get_family, dict(vars(polygram.Square))
+    assert (v.tag(mod_ns), v.tag(cls_ns)) == before
+    seen = set(before)
+    for change in (lambda: monkeypatch.setattr(bezier, "interpolate", lambda *a: None),
+                   lambda: monkeypatch.setattr(bezier, "_a_new_name", 1, raising=False),
+                   lambda: monkeypatch.delattr(bezier, "mid"),
+                   lambda: monkeypatch.setattr(polygram.Square, "get_family", lambda s, r=True: [s], raising=False),
+                   lambda: monkeypatch.setattr(polygram.Square, "side_length", 3.0, raising=False)):
+        change()
+        now = (v.tag(mod_ns), v.tag(cls_ns))
+        assert now != before and not seen & (set(now) - set(before))
+        seen |= set(now)
+        before = now
+
+
+def test_a_class_change_that_keeps_its_size_is_seen(manim_modules, monkeypatch, watch_kind):
+    """Red-team case the entry-by-entry watch missed: delete a non-callable class attribute and bind an inherited
+    method on the class in the same gap (the namespace's size and every baseline callable unchanged)."""
+    _, polygram, _ = manim_modules
+    monkeypatch.setattr(oc, "_TABLE", oc._Table())
+    state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+    state.baseline, state.watch = oc._baseline()
+    assert "get_family" not in vars(polygram.Square)
+    monkeypatch.setattr(polygram.Square, "_a_constant", 1, raising=False)
+    state.check_patches()  # accepted (not callable): the new baseline has it
+    assert state.reasons == []
+    monkeypatch.delattr(polygram.Square, "_a_constant")
+    monkeypatch.setattr(polygram.Square, "get_family", lambda self, recurse=True: [self], raising=False)
+    state.check_patches()
+    assert state.reasons == ["script_patch:manim.mobject.geometry.polygram.Square.get_family"]
+
+
+def test_comparing_only_the_changed_modules_finds_what_the_full_comparison_finds(manim_modules, monkeypatch, watch_kind):
+    manim, polygram, bezier = manim_modules
+    table = oc._Table()
+    base, watch = table.current()
+    monkeypatch.setattr(bezier, "interpolate", lambda *a: None)  # rebound
+    monkeypatch.setattr(polygram.Square, "get_family", lambda self, recurse=True: [self], raising=False)  # new
+    monkeypatch.delattr(manim.Mobject, "get_center")  # deleted from a class
+    monkeypatch.setattr(polygram, "_not_callable", 1, raising=False)  # not a finding
+    fake = types.ModuleType("manim._patch_table_test2")
+    exec("def g():\n    return 2\n", fake.__dict__)
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)  # new module: not a finding
+    now, watch_now = table.current()
+    full = oc._patched(base, now)
+    assert set(full) == {"manim.utils.bezier.interpolate", "manim.mobject.geometry.polygram.Square.get_family",
+                         "manim.mobject.mobject.Mobject.get_center"}
+    assert oc._patched_since(base, watch, now, watch_now) == full
+    # unchanged modules are the very same parts: only the changed ones are compared
+    changed = {n for n in watch_now.parts if watch.parts.get(n) is not watch_now.parts[n]}
+    assert changed == {"manim.utils.bezier", "manim.mobject.geometry.polygram", "manim.mobject.mobject",
+                       fake.__name__}
+    assert oc._patched_since(now, watch_now, now, watch_now) == []
+
+
+def test_an_accepted_difference_does_not_hide_a_later_patch(manim_modules, monkeypatch, watch_kind):
     manim, polygram, _ = manim_modules
     monkeypatch.setattr(oc, "_TABLE", oc._Table())
     state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
@@ -302,7 +376,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
         assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
 
 
-def test_a_deleted_name_is_a_change_and_its_return_is_still_found(manim_modules, monkeypatch):
+def test_a_deleted_name_is_a_change_and_its_return_is_still_found(manim_modules, monkeypatch, watch_kind):
     # red team: `del module.f` was an accepted difference, the baseline re-taken without it, and `module.f = counted`
     # then passed as a new module name; a class deleted from its defining module was scanned no more at all
     manim, polygram, bezier = manim_modules
