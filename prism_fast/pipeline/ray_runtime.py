@@ -18,6 +18,7 @@ its CLI (``ray status``, ``ray list actors``) then needs ``RAY_AUTH_MODE=token``
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import shutil
@@ -80,6 +81,24 @@ def private_temp_dir() -> str:
     return _private_temp_dir
 
 
+WORKER_ENV = {"PYTHONWARNINGS": "ignore::DeprecationWarning"}  # what this run's own Ray processes run with
+
+
+@contextlib.contextmanager
+def _environ(values: dict):
+    """``values`` set in ``os.environ`` while the block runs, the previous state back after."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def ensure_ray(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
                runtime_env: dict | None = None) -> dict:
     """Start this run's own Ray instance (``address`` None or ``"local"``) or join a cluster (``auto``,
@@ -96,8 +115,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, num_gpus
             kwargs["num_cpus"] = num_cpus or os.cpu_count() or 1
             if num_gpus is not None:
                 kwargs["num_gpus"] = num_gpus
-            # Workers must import prism_fast from the same place as the driver.
-            kwargs["runtime_env"] = {"env_vars": {"PYTHONWARNINGS": "ignore::DeprecationWarning"}, **(runtime_env or {})}
+            if runtime_env:
+                kwargs["runtime_env"] = dict(runtime_env)
         else:
             if num_cpus is not None or num_gpus is not None:
                 raise ValueError(f"joining {address}: num_cpus/num_gpus belong to the cluster's nodes "
@@ -108,7 +127,10 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, num_gpus
                 kwargs["runtime_env"] = dict(runtime_env)
         # Ray's processes (GCS, raylet, agents, workers: every actor) inherit the environment of this moment:
         # no API key, token or password in it (secret_env.py; docs/security.md).
-        with secrets_withheld():
+        # Ray's own processes are started by ray.init with this process's environment, and the raylet hands it to
+        # every worker it starts: the workers' settings go there for the call, not into a runtime_env (a
+        # runtime_env costs every actor start ~0.6 s more: measured, docs/scaling.md "Start-up")
+        with secrets_withheld(), _environ(WORKER_ENV if own else {}):
             ray.init(**kwargs)
         from prism_fast.pipeline.lifecycle import reinstall_signal_handlers
 
