@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import time
+import types
 
 from prism_fast.audit import hooks, onepass_rules
 from prism_fast.audit.config import AuditConfig
@@ -648,8 +649,8 @@ class _ModulePart:
         if versions is not None:
             # each tag is read *before* its namespace: a change made after the read (another thread's import
             # binding a submodule) then shows as a new tag at the next check, never as a part falsely current
-            self.dicts.append(self.ns)
-            self.views.append(versions.view(self.ns))
+            versions = self._tag(versions, self.ns)
+        if versions is not None:
             tags = [self.views[-1].value]
         items = list(self.ns.items())
         self.snap = dict(items)
@@ -662,10 +663,9 @@ class _ModulePart:
             if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
                 cns = vars(value)
                 if versions is not None:
-                    raw = versions.raw(cns)
-                    self.dicts.append(raw)
-                    self.views.append(versions.view(raw))
-                    tags.append(self.views[-1].value)
+                    versions = self._tag(versions, cns)
+                    if versions is not None:
+                        tags.append(self.views[-1].value)
                 members = list(cns.items())
                 self.classes.append((cns, dict(members)))
                 cget = cns.get
@@ -676,7 +676,20 @@ class _ModulePart:
         if versions is not None:
             self.tags = tuple(tags)  # the watch compares these; the groups are for the entry-by-entry one
         else:
+            self.dicts, self.views = [], []
             self.groups = _groups(watch)
+
+    def _tag(self, versions: "_DictVersions", ns):
+        """Add ``ns``'s dict and its tag view; None (no tags for this part: compared entry by entry) where the
+        namespace is no dict nor a mappingproxy over one (``typing.io`` is a class in ``sys.modules``: its
+        ``vars()`` is a mappingproxy)."""
+        try:
+            raw = ns if type(ns) is dict else versions.raw(ns)
+        except TypeError:
+            return None
+        self.dicts.append(raw)
+        self.views.append(versions.view(raw))
+        return versions
 
     def current(self, mod) -> bool:
         """Whether a scan of ``mod`` now would give this part: same module, same namespace (every name bound to
@@ -719,6 +732,8 @@ class _DictVersions:
 
     def raw(self, proxy) -> dict:
         """The dict behind a class's ``mappingproxy`` (what ``setattr``/``delattr`` on the class change)."""
+        if type(proxy) is not types.MappingProxyType:
+            raise TypeError(f"not a mappingproxy: {type(proxy).__name__}")
         inner = self._referents(proxy)  # a dict, or a subclass of it in C (ctypes' StgDict): the same header
         if len(inner) != 1 or not isinstance(inner[0], dict):
             raise TypeError("mappingproxy without a dict")
@@ -843,9 +858,12 @@ class _Watch:
     def over(cls, parts: dict) -> "_Watch":
         parts = dict(parts)
         values = parts.values()
-        if _VERSIONS is not None and all(p.tags or p.snap is None for p in values):
-            return cls([], [], parts, [v for p in values for v in p.views], tuple(t for p in values for t in p.tags))
-        return cls([g for p in values for g in p.groups], [cns for p in values for cns, _ in p.classes], parts)
+        if _VERSIONS is None:
+            return cls([g for p in values for g in p.groups], [cns for p in values for cns, _ in p.classes], parts)
+        # the tags of every part that has them, and the entry-by-entry comparison of the few that do not
+        untagged = [p for p in values if not p.tags and p.snap is not None]
+        return cls([g for p in untagged for g in p.groups], [cns for p in untagged for cns, _ in p.classes], parts,
+                   [v for p in values for v in p.views], tuple(t for p in values for t in p.tags))
 
     @classmethod
     def of(cls, baseline: dict) -> "_Watch":
@@ -870,8 +888,8 @@ class _Watch:
         return cls(_groups(entries), [vars(c) for c in classes.values()])
 
     def changed(self) -> bool:
-        if self.views is not None:
-            return not _DictVersions.same(self.views, self.tags)
+        if self.views is not None and not _DictVersions.same(self.views, self.tags):
+            return True
         missing = itertools.repeat(_MISSING)
         is_ = operator.is_
         for get, names, values in self.groups:

@@ -94,6 +94,41 @@ def test_dict_version_tags_are_in_use_here_and_see_every_kind_of_change(manim_mo
         before = now
 
 
+def test_namespaces_that_are_not_a_module_dict_are_watched_too(monkeypatch):
+    """``sys.modules`` may hold a class (``typing.io``: ``vars()`` is a mappingproxy, its tag is the class dict's)
+    or an object whose ``__dict__`` is some other mapping (no tag: that part is compared entry by entry)."""
+
+    class ClassModule:
+        def f(self):
+            return 1
+
+    class Namespace(dict):
+        pass
+
+    class OddModule:
+        @property
+        def __dict__(self):
+            return self._ns
+
+    odd = OddModule()
+    odd._ns = Namespace(g=lambda: 2)
+    monkeypatch.setitem(sys.modules, "manim._patch_table_class_module", ClassModule)
+    monkeypatch.setitem(sys.modules, "manim._patch_table_odd_module", odd)
+    table = oc._Table()
+    base, watch = table.current()
+    assert table.parts["manim._patch_table_class_module"].tags  # the class dict behind the proxy
+    assert not table.parts["manim._patch_table_odd_module"].tags  # a dict subclass: no tag read from it
+    assert not watch.changed()
+    odd._ns["g"] = lambda: 3
+    assert watch.changed()
+    now, watch2 = table.current()
+    assert oc._patched_since(base, watch, now, watch2) == ["manim._patch_table_odd_module.g"]
+    monkeypatch.setattr(ClassModule, "f", lambda self: 4)
+    assert watch2.changed()
+    now2, watch3 = table.current()
+    assert oc._patched_since(now, watch2, now2, watch3) == ["manim._patch_table_class_module.f"]
+
+
 def test_a_class_change_that_keeps_its_size_is_seen(manim_modules, monkeypatch, watch_kind):
     """Red-team case the entry-by-entry watch missed: delete a non-callable class attribute and bind an inherited
     method on the class in the same gap (the namespace's size and every baseline callable unchanged)."""
