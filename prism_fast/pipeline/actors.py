@@ -73,8 +73,11 @@ class RenderActor:
     """
 
     def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True, onepass: dict | None = None,
-                 audit_dir: str | None = None, audit_cache_dir: str | None = None):
+                 audit_dir: str | None = None, audit_cache_dir: str | None = None, td_pre: dict | None = None):
         self.render_cfg, self.profile, self.out_dir = render_cfg, profile, out_dir
+        # TD settings (metrics/td_store.td_settings) when this worker decodes its own videos for the TD stage
+        # (a CPU run with TD on), else None
+        self.td_pre = td_pre
         self.onepass, self.audit_dir = onepass, audit_dir  # one-pass audit (audit/onepass.py); None = off
         # With one-pass on, a sample the render could not audit is audited right here, after its render: the
         # audit stage then finds its row (no stage barrier around the few separate audits, no idle cores).
@@ -106,7 +109,22 @@ class RenderActor:
                                   self.auditor.audit if self.auditor is not None else None)
         # Classification needs only the script and the render row (execution.md §8).
         row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
+        if self.td_pre is not None:
+            self._td_pre(sample_id, row)
         return row
+
+    def _td_pre(self, sample_id: str, row: dict) -> None:
+        """TD_raw of the video just rendered, left for the TD stage (metrics/td_store.py); whatever goes wrong
+        here only means the stage decodes the video itself, so it never touches the render's row."""
+        from prism_fast.metrics import td_store
+
+        try:
+            td_store.forget(self.out_dir, sample_id)
+            if row.get("success") and row.get("video_path"):
+                td_store.store_td_raw(self.out_dir, sample_id, row["video_path"], self.td_pre, self.profile)
+        except Exception as exc:  # noqa: BLE001 - the TD stage's actor decodes it instead (same call, same row)
+            log.warning("TD of %s not computed after its render (%s: %s); the TD stage decodes the video",
+                        sample_id, type(exc).__name__, exc)
 
     def close(self) -> None:
         if self.worker is not None:

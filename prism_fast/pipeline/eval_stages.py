@@ -68,8 +68,20 @@ def _exec_actor(run: StageRun):
 
     opts = run.opts
     model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
-    return (lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts)),
+    td_pre = td_pre_settings(opts)
+    return (lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts),
+                                       td_pre=td_pre),
             "render", int(opts.execute.workers or _cpus()))
+
+
+def td_pre_settings(opts: EvalOptions) -> dict | None:
+    """The TD settings the render workers decode their videos with for the TD stage (metrics/td_store.py): on a
+    CPU run with TD on; None on a GPU run (the stage's GPU actors decode there) or with TD off."""
+    if not opts.td or opts.metrics_device != "cpu":
+        return None
+    from prism_fast.metrics.td_store import td_settings
+
+    return td_settings(opts.td_tau, opts.profile, opts.decoder, opts.metrics_device)
 
 
 def _exec_lost(job: Job, exc: BaseException) -> dict:
@@ -170,6 +182,41 @@ def _td_jobs(run: StageRun):
             for i in run.inputs]
 
 
+def _td_rows(run: StageRun, jobs: list[Job]):
+    """Rows the driver builds without decoding: a failed render's (no video: nothing to decode) and a video the
+    render worker already decoded under this run's TD settings (metrics/td_store.py) -- the same TDRaw and the
+    same row-building calls as the stage's actor (``VideoMetricsActor.td``); every other job goes to the actors.
+    Any exception here (say, params fitted under another profile) sends the job to the actors too, so its error
+    row is the one they make."""
+    from prism_fast.metrics.stage import td_finish_row
+    from prism_fast.metrics.td_rows import build_td_row, no_video
+    from prism_fast.metrics.td_store import load_td_raw, td_settings
+
+    opts = run.opts
+    model_dir = model_output_dir(opts)
+    settings = td_settings(opts.td_tau, opts.profile, opts.decoder, opts.metrics_device)
+    rows, rest = [], []
+    for job in jobs:
+        lang, base = job.args
+        try:
+            td = no_video(base)
+            if td is None and opts.metrics_device == "cpu":
+                td = load_td_raw(model_dir, job.id, base["video_path"], settings)
+            if td is None:
+                rest.append(job)
+                continue
+            from prism_fast.metrics.params import check_params_for_profile
+
+            params = opts.td_params[lang]
+            check_params_for_profile(params, opts.profile)
+            row = build_td_row(base, td, params, profile=opts.profile)
+            row.update(pixel_threshold=opts.td_tau, device=opts.metrics_device)
+            rows.append({**td_finish_row(row), "id": job.id, "lang": lang})
+        except Exception:  # noqa: BLE001 - the actor computes it and makes its row (or its error row)
+            rest.append(job)
+    return rows, rest
+
+
 def _td_actor(run: StageRun):
     from prism_fast.pipeline.actors import VideoMetricsActor
 
@@ -204,6 +251,6 @@ STAGES: tuple[Stage, ...] = (
     Stage("audit", lambda o: o.audit, _script_jobs, _audit_rows, _audit_actor, lost=_audit_lost, finish=_audit_finish),
     Stage("padvc", lambda o: o.padvc.enabled, lambda run: (Job(i.language, i.id, ()) for i in run.inputs),
           _padvc_rows, _padvc_actor, lost=_padvc_lost, finish=_padvc_finish),
-    Stage("td", lambda o: o.td, _td_jobs, actor=_td_actor, lost=_td_lost, finish=_td_finish),
+    Stage("td", lambda o: o.td, _td_jobs, _td_rows, _td_actor, lost=_td_lost, finish=_td_finish),
     Stage("text_expand", lambda o: o.text_expand, _script_jobs, row=_text_expand_row, label="textx"),
 )

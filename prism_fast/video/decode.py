@@ -57,6 +57,22 @@ class VideoProbe:
     error_detail: str | None = None
 
 
+# FFmpeg decoding threads of an OpenCV capture. One: each metric actor is granted one CPU (Ray ``num_cpus=1``),
+# and FFmpeg's default (one thread per core) made every actor spread over all cores -- measured on the 9,545
+# frames of the open corpus' 121 videos, 2 cores: 11.9 CPU-s at the default, 9.0 at one thread (docs/scaling.md
+# "TD decode"). H.264 decoding is exact, so the frames are the same at any thread count
+# (tests/video/test_video_decode.py compares them with a default capture's, as the toolkit opens it).
+DECODE_THREADS = 1
+
+
+def open_capture(path: str | Path):
+    """``cv2.VideoCapture`` of ``path`` (the backend OpenCV picks, as the toolkit's plain call does) decoding on
+    :data:`DECODE_THREADS` threads."""
+    import cv2
+
+    return cv2.VideoCapture(str(path), cv2.CAP_ANY, [cv2.CAP_PROP_N_THREADS, DECODE_THREADS])
+
+
 def probe_video(path: str | Path) -> VideoProbe:
     """fps = ``CAP_PROP_FPS`` (0.0 if missing) and N = ``CAP_PROP_FRAME_COUNT`` (container-reported)."""
     import cv2
@@ -184,9 +200,7 @@ class VideoFrames:
         yield from self._chunked(self._opencv_frames())
 
     def _opencv_frames(self) -> Iterator[np.ndarray]:
-        import cv2
-
-        cap = cv2.VideoCapture(self.path)
+        cap = open_capture(self.path)
         try:
             if not cap.isOpened():
                 self.decode_error = "cv2.VideoCapture could not open the file"

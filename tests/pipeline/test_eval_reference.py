@@ -114,3 +114,26 @@ def test_td_and_text_expand_rows_for_every_task(reference_run):
     assert all(r["decoder"] in ("decord", "opencv", "pyav") for r in td)
     te = store.read("text_expand").to_pylist()
     assert len(te) == n and all(r["status"] == "ok" and r["prompt_token_count"] > 0 for r in te)
+
+
+def test_td_rows_from_the_render_workers_decode_are_the_td_actors_rows(reference_run):
+    """A CPU run: each render worker decodes the video it just wrote (metrics/td_store.py) and the TD stage builds
+    the rows in the driver; every row must equal what the TD stage's actor makes of the same sample."""
+    from prism_fast.metrics import td_store
+    from prism_fast.metrics.stage import td_base_row, td_finish_row
+    from prism_fast.metrics.td import score_td_row
+    from prism_fast.pipeline.options import model_output_dir
+
+    opts, _ = reference_run
+    store = ResultsStore(opts.run_dir)
+    exec_rows, audit_rows = store.rows_by_key("exec", opts.model_name), store.rows_by_key("audit", opts.model_name)
+    td_rows = store.rows_by_key("td", opts.model_name)
+    settings = td_store.td_settings(opts.td_tau, opts.profile, opts.decoder, opts.metrics_device)
+    assert td_rows and opts.metrics_device == "cpu"
+    for (lang, sid), row in td_rows.items():
+        base = td_base_row(sid, exec_rows[(lang, sid)], audit_rows.get((lang, sid), {}))
+        assert td_store.load_td_raw(model_output_dir(opts), sid, base["video_path"], settings) is not None, sid
+        actor = score_td_row(base, opts.td_params[lang], profile=opts.profile, pixel_threshold=opts.td_tau,
+                             decoder=opts.decoder, device=opts.metrics_device)
+        actor = td_finish_row({**actor, "pixel_threshold": opts.td_tau, "device": opts.metrics_device})
+        assert {k: row[k] for k in actor} == actor, sid

@@ -24,6 +24,21 @@ def test_probe_reports_container_metadata(decode_video):
     assert p.container_frame_count == len(_opencv_frames(decode_video))
 
 
+def test_opencv_decodes_on_one_thread_and_gives_the_default_capture_frames(decode_video):
+    import cv2
+
+    from prism_fast.video.decode import open_capture
+
+    cap = open_capture(decode_video)
+    try:
+        assert cap.isOpened() and cap.get(cv2.CAP_PROP_N_THREADS) == 1.0
+    finally:
+        cap.release()
+    expected = _opencv_frames(decode_video)  # cv2.VideoCapture(path): the toolkit's call, FFmpeg's thread default
+    got = np.stack(list(VideoFrames(decode_video, decoder="opencv").iter_frames()))
+    assert got.shape == expected.shape and np.array_equal(got, expected)
+
+
 @pytest.mark.parametrize("decoder", ["opencv", "decord", "pyav"])
 @pytest.mark.parametrize("chunk", [7, 64])
 def test_decoders_bit_identical_to_opencv(decode_video, decoder, chunk):
