@@ -101,6 +101,12 @@ class RenderActor:
         from prism_fast.audit.onepass import render_and_hand_off
         from prism_fast.execute.taxonomy import taxonomy_fields
 
+        from prism_fast.execute.stage import delete_orphan_videos
+
+        # the stage deleted every pending sample's video before it started, so a video here was left by a render
+        # worker that died after writing it and before its row came back (it also decodes the video for TD after
+        # writing it): this call is the retry, and render_one would trust the video (Q-FUNNEL-2, a "skipped" row)
+        delete_orphan_videos(self.out_dir, [sample_id])
         runner = self.worker.run if self.worker is not None else None
         # the render, with the one-pass audit's observer and hand-off when on (audit/onepass.py); a sample the
         # render could not audit is audited right here by the same core call as the audit stage's
