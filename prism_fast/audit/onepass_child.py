@@ -633,13 +633,13 @@ def _library_callables() -> dict:
 class _ModulePart:
     """One watched module's share of the table (``_library_callables``' entries for it, in the same order), with
     what is needed to tell whether it is still current: the module object, a copy of its namespace and of the
-    namespace of every class it defines, the live views of those namespaces for :class:`_Watch`, and -- where
-    :data:`_VERSIONS` works -- the version tags those namespaces had when they were read."""
+    namespace of every class it defines (``classes``: class, live namespace, copy), and -- where
+    :data:`_VERSIONS` works -- live views of those namespaces' version tags and the tags they had when read."""
 
-    __slots__ = ("mod", "ns", "snap", "classes", "entries", "groups", "dicts", "views", "tags")
+    __slots__ = ("mod", "ns", "snap", "classes", "entries", "dicts", "views", "tags")
 
     def __init__(self, mod_name: str, mod):
-        self.mod, self.entries, self.classes, self.groups, self.dicts, self.views, self.tags = mod, {}, [], [], [], [], ()
+        self.mod, self.entries, self.classes, self.dicts, self.views, self.tags = mod, {}, [], [], [], ()
         try:
             self.ns = vars(mod)
         except TypeError:  # no namespace: contributes nothing (and is scanned again whenever asked)
@@ -654,12 +654,9 @@ class _ModulePart:
             tags = [self.views[-1].value]
         items = list(self.ns.items())
         self.snap = dict(items)
-        watch = []  # (the namespace's bound get, made once per namespace, name, value): grouped below
-        get = self.ns.get
         for name, value in items:
             if callable(value) or hasattr(value, "__get__"):
                 self.entries[(mod_name, "", name)] = value
-                watch.append((get, name, value))
             if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
                 cns = vars(value)
                 if versions is not None:
@@ -667,17 +664,21 @@ class _ModulePart:
                     if versions is not None:
                         tags.append(self.views[-1].value)
                 members = list(cns.items())
-                self.classes.append((cns, dict(members)))
-                cget = cns.get
+                self.classes.append((value, cns, dict(members)))
                 for attr, member in members:
                     if callable(member) or hasattr(member, "__get__"):
                         self.entries[(mod_name, value.__qualname__, attr)] = member
-                        watch.append((cget, attr, member))
         if versions is not None:
-            self.tags = tuple(tags)  # the watch compares these; the groups are for the entry-by-entry one
+            self.tags = tuple(tags)
         else:
-            self.dicts, self.views = [], []
-            self.groups = _groups(watch)
+            self.dicts, self.views = [], []  # an untagged part: the watch compares it name by name
+
+    def namespaces(self) -> list:
+        """``(live namespace, copy)`` of the module and of each class it defines (compared name by name where there
+        are no tags)."""
+        if self.snap is None:
+            return []
+        return [(self.ns, self.snap), *[(cns, snap) for _, cns, snap in self.classes]]
 
     def _tag(self, versions: "_DictVersions", ns):
         """Add ``ns``'s dict and its tag view; None (no tags for this part: compared entry by entry) where the
@@ -699,7 +700,7 @@ class _ModulePart:
             return False
         if self.tags:
             return _DictVersions.same(self.views, self.tags)
-        return _same(self.ns, self.snap) and all(_same(cns, snap) for cns, snap in self.classes)
+        return all(_same(ns, snap) for ns, snap in self.namespaces())
 
 
 def _same(ns, snap: dict) -> bool:
@@ -827,95 +828,42 @@ def warm() -> None:
 
 def _baseline() -> tuple[dict, "_Watch"]:
     """The libraries' callables as they stand now, and their watch (the server's table brought up to date, or a
-    full scan where there is none)."""
-    if _TABLE is not None:
-        return _TABLE.current()
-    table = _library_callables()
-    return table, _Watch.of(table)
+    table of a full scan where there is none: the check always has the namespaces' copies to compare)."""
+    return (_TABLE if _TABLE is not None else _Table()).current()
 
 
 class _Watch:
-    """Live views of the baseline's namespaces: ``changed()`` is true whenever ``_patched`` could find something
-    (a baseline entry no longer bound to the same object, or a watched class whose namespace changed), in a
-    few milliseconds instead of rebuilding the whole table at every play. Over the table's parts (:meth:`over`)
-    it also keeps them, so that a check compares only the modules that differ (:func:`_patched_since`), and
-    with version tags it compares one tag per namespace (any change to a namespace, also of a name the
-    comparison would not look at, makes it true: the check then finds what, if anything, matters)."""
+    """Live views of the baseline's namespaces: ``changed()`` is true whenever :func:`_patched_since` could find
+    something (any name of a watched module or class bound to another object, added or deleted), in well under a
+    millisecond instead of rebuilding the whole table at every play. It keeps the table's parts, so that a check
+    compares only the modules that differ. With version tags it compares one tag per namespace (any change to a
+    namespace makes it true: the check then finds what, if anything, matters); a part without tags (another
+    interpreter, or a namespace that is no dict) is compared name by name with its copy (the same findings,
+    slower)."""
 
-    def __init__(self, groups: list, class_namespaces: list, parts: dict | None = None, views: list | None = None,
-                 tags: tuple = ()):
-        # (a live namespace's get, names, the objects bound to them in the baseline), one run per namespace, so
-        # that changed() compares them in C (map/operator.is_) instead of one Python-level step per entry
-        self.groups = groups
-        # every watched class's whole namespace (not only its size: deleting a constant and binding an inherited
-        # method in the same gap keeps the size -- a red-team case the size test missed)
-        self.classes = [(ns, dict(ns)) for ns in class_namespaces]
-        self.parts = parts  # module name -> _ModulePart of the baseline (None: a full scan's watch)
+    def __init__(self, parts: dict, views: list | None = None, tags: tuple = ()):
+        self.parts = parts  # module name -> _ModulePart of the baseline
         self.views = views  # with version tags: the parts' tag views (their dicts are held by the parts) ...
-        self.tags = tags  # ... and the tags they had; then groups and classes are not needed (empty)
+        self.tags = tags  # ... and the tags they had
+        # the parts without tags (all of them where tags are not proven): every namespace, not only its callables
+        # and not only its size (red team: deleting a constant and binding an inherited method in the same gap keeps
+        # a class's size; a module's data is rebound to a script object -- `mobject.it = Chain()` -- without
+        # touching a callable)
+        self.namespaces = [n for p in parts.values() if not p.tags for n in p.namespaces()]
 
     @classmethod
     def over(cls, parts: dict) -> "_Watch":
         parts = dict(parts)
         values = parts.values()
         if _VERSIONS is None:
-            return cls([g for p in values for g in p.groups], [cns for p in values for cns, _ in p.classes], parts)
-        # the tags of every part that has them, and the entry-by-entry comparison of the few that do not
-        untagged = [p for p in values if not p.tags and p.snap is not None]
-        return cls([g for p in untagged for g in p.groups], [cns for p in untagged for cns, _ in p.classes], parts,
-                   [v for p in values for v in p.views], tuple(t for p in values for t in p.tags))
-
-    @classmethod
-    def of(cls, baseline: dict) -> "_Watch":
-        modules = {k[0]: sys.modules.get(k[0]) for k in baseline}
-        entries = []
-        classes = {}
-        getters: dict = {}  # one bound get per namespace, so that entries of a namespace form one group
-        for (mod_name, qualname, name), value in baseline.items():
-            mod = modules.get(mod_name)
-            if mod is None:
-                continue
-            if not qualname:
-                entries.append((getters.setdefault(("", mod_name), vars(mod).get), name, value))
-                continue
-            klass = classes.get((mod_name, qualname))
-            if klass is None:
-                klass = _resolve(mod, qualname)
-                if klass is None:
-                    continue
-                classes[(mod_name, qualname)] = klass
-            entries.append((getters.setdefault((mod_name, qualname), vars(klass).get), name, value))
-        return cls(_groups(entries), [vars(c) for c in classes.values()])
+            return cls(parts)
+        # the tags of every part that has them, and the name-by-name comparison of the few that do not
+        return cls(parts, [v for p in values for v in p.views], tuple(t for p in values for t in p.tags))
 
     def changed(self) -> bool:
         if self.views is not None and not _DictVersions.same(self.views, self.tags):
             return True
-        missing = itertools.repeat(_MISSING)
-        is_ = operator.is_
-        for get, names, values in self.groups:
-            if not all(map(is_, map(get, names, missing), values)):
-                return True
-        return not all(_same(ns, snap) for ns, snap in self.classes)
-
-
-def _groups(entries: list) -> list:
-    """``(get, name, value)`` entries as ``(get, names, values)`` runs of the same namespace's ``get``."""
-    groups: list = []
-    for get, name, value in entries:
-        if not groups or groups[-1][0] is not get:
-            groups.append((get, [], []))
-        groups[-1][1].append(name)
-        groups[-1][2].append(value)
-    return [(get, tuple(names), tuple(values)) for get, names, values in groups]
-
-
-def _resolve(mod, qualname: str):
-    obj = mod
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj if isinstance(obj, type) else None
+        return not all(_same(ns, snap) for ns, snap in self.namespaces)
 
 
 def _instance_patches(scene, code_file=None) -> list[str]:
@@ -1059,10 +1007,10 @@ def _set_default(old, value) -> bool:
 
 
 def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch: "_Watch") -> list[str]:
-    """``_patched(baseline, now)``, comparing only the modules whose table part is not the very same object in both
-    (a part is never changed once built: the table replaces the part of a module that changed). The other modules'
-    entries are the same objects on both sides, so they can add nothing: not a rebinding, not a new name on a
-    baseline class (its module's part would differ), not a deletion."""
+    """``_patched(baseline, now)`` and :func:`_rebound_data`, comparing only the modules whose table part is not
+    the very same object in both (a part is never changed once built: the table replaces the part of a module
+    that changed). The other modules' namespaces are the same objects on both sides, so they can add nothing: not
+    a rebinding, not a new name on a baseline class (its module's part would differ), not a deletion."""
     old_parts = getattr(base_watch, "parts", None)
     new_parts = watch.parts
     if old_parts is None or new_parts is None:
@@ -1070,7 +1018,69 @@ def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch
     names = {n for n in old_parts.keys() | new_parts.keys() if old_parts.get(n) is not new_parts.get(n)}
     before = {k: v for n in names if n in old_parts for k, v in old_parts[n].entries.items()}
     after = {k: v for n in names if n in new_parts for k, v in new_parts[n].entries.items()}
-    return _patched(before, after)
+    found = set(_patched(before, after))
+    for n in names & old_parts.keys() & new_parts.keys():
+        found.update(_rebound_data(n, old_parts[n], new_parts[n]))
+    return sorted(found)[:5]
+
+
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _plain(value, depth: int = 0) -> bool:
+    """Data through which library code cannot reach the script: None, numbers, strings (exact types, not a
+    script's subclass with its own ``__mul__``), numpy's own numeric scalars and arrays, and exact tuples, lists,
+    sets and dicts of those."""
+    t = type(value)
+    if t in _PLAIN:
+        return True
+    if depth < 3 and t in (tuple, list, set, frozenset) and len(value) <= 1024:
+        return all(_plain(v, depth + 1) for v in value)
+    if depth < 3 and t is dict and len(value) <= 1024:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    np = sys.modules.get("numpy")
+    if np is not None and getattr(t, "__module__", None) == "numpy":
+        if t is np.ndarray:
+            return not value.dtype.hasobject
+        return isinstance(value, np.generic) and not isinstance(value, np.object_)
+    return False
+
+
+def _library_module(value) -> bool:
+    """A watched library's module as imported (not a module object a script made and filled itself)."""
+    import types
+
+    if not isinstance(value, types.ModuleType):
+        return False
+    return any(m is value and _watched(name, m) for name, m in list(sys.modules.items()))
+
+
+def _rebound_data(mod_name: str, old: "_ModulePart", new: "_ModulePart") -> list[str]:
+    """Names of a module, or of a class it defines, bound since ``old`` -- rebound, or new -- to anything but plain
+    data (red team: ``_patched`` compares callables only, but library code also calls *through* data and through
+    names it looks up: ``manim.mobject.mobject.it = Chain()``, a script object whose ``chain`` ``get_family``
+    calls at every frame; ``mobject.len = counted``, a new module global that shadows the builtin; a class's data
+    attribute set to a script number with its own ``__mul__``). A callable rebound in place of a callable is
+    ``_patched``'s to judge (``set_default``); the render's own instruments are accepted. Data deleted is not a
+    finding (library code then fails, in both executions alike)."""
+    if old.snap is None or new.snap is None:
+        return []
+    out = []
+    pairs = [(mod_name, "", old.snap, new.snap)]
+    old_classes = {id(k): snap for k, _, snap in old.classes}
+    for klass, _, snap in new.classes:
+        if id(klass) in old_classes:  # (a class newly bound here is the module's own rebinding, found above)
+            pairs.append((mod_name, klass.__qualname__, old_classes[id(klass)], snap))
+    for module, qualname, before, after in pairs:
+        for name, value in after.items():
+            prior = before.get(name, _MISSING)
+            if prior is value or _plain(value) or _ours(value) or _library_module(value):
+                continue
+            key = (module, qualname, name)
+            if prior is not _MISSING and key in old.entries and key in new.entries:
+                continue
+            out.append(".".join(p for p in key if p))
+    return out
 
 
 def _patched(baseline: dict, now: dict | None = None) -> list[str]:

@@ -146,6 +146,64 @@ def test_a_class_change_that_keeps_its_size_is_seen(manim_modules, monkeypatch, 
     assert state.reasons == ["script_patch:manim.mobject.geometry.polygram.Square.get_family"]
 
 
+def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch, watch_kind):
+    """Red team: the check compared callables only, so a module's or a class's *data* rebound to a script object
+    passed (accepted, the baseline re-taken with it): ``manim.mobject.mobject.it = Chain()`` (``get_family`` calls
+    ``it.chain`` at every frame of the render's camera), a new module global shadowing a builtin
+    (``mobject.len = counted``: the module's functions find it before the builtin), a class's data attribute set
+    to a script number. Plain data stays an accepted difference."""
+    import itertools
+
+    import numpy as np
+    from manim.mobject import mobject as mobject_module
+
+    manim, polygram, bezier = manim_modules
+    monkeypatch.setattr(oc, "_TABLE", oc._Table())
+    calls = []
+
+    class Chain:
+        def chain(self, *families):
+            calls.append(len(families))
+            return itertools.chain(*families)
+
+    class Number(float):
+        def __mul__(self, other):
+            calls.append(other)
+            return float(self) * other
+
+    def counted(x):
+        calls.append(x)
+        return len(x)
+
+    def reasons(change) -> list[str]:
+        state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+        state.baseline, state.watch = oc._baseline()
+        with monkeypatch.context() as m:
+            change(m)
+            state.check_patches()
+            if change is not plain:
+                manim.VGroup(manim.Square()).get_family()  # the patch is live: what the camera calls runs it
+        return state.reasons
+
+    def plain(m):
+        m.setattr(polygram.Square, "_a_constant", (1, "a", None), raising=False)
+        m.setattr(bezier, "_a_float", np.float64(2.0), raising=False)
+        m.setattr(bezier, "_an_array", np.zeros((2, 3)), raising=False)
+        m.setattr(bezier, "_a_module", np, raising=False)  # a library module as imported
+
+    assert reasons(plain) == []
+    assert calls == []
+    assert reasons(lambda m: m.setattr(mobject_module, "it", Chain())) == [
+        "script_patch:manim.mobject.mobject.it"]
+    assert calls, "the rebound data was not live"
+    assert reasons(lambda m: m.setattr(mobject_module, "len", counted, raising=False)) == [
+        "script_patch:manim.mobject.mobject.len"]
+    assert reasons(lambda m: m.setattr(manim.VMobject, "sheen_factor", Number(0.0))) == [
+        "script_patch:manim.mobject.types.vectorized_mobject.VMobject.sheen_factor"]
+    assert "script_patch:manim.utils.bezier._box" in reasons(
+        lambda m: m.setattr(bezier, "_box", [Chain()], raising=False))  # a container of script objects
+
+
 def test_comparing_only_the_changed_modules_finds_what_the_full_comparison_finds(manim_modules, monkeypatch, watch_kind):
     manim, polygram, bezier = manim_modules
     table = oc._Table()
@@ -330,6 +388,30 @@ class S(Scene):
         self.play(FadeIn(Square().shift(calls[0] * RIGHT)))
 '''
 
+# red team: library data rebound to a script object (no callable of the library touched): Mobject.get_family calls
+# `it.chain` at every frame of the render's camera, so the render's frames were counted into a position
+DATA_REBIND = '''from manim import *
+import itertools
+import manim.mobject.mobject as mm
+
+calls = [0]
+
+
+class Chain:
+    def chain(self, *families):
+        calls[0] += 1
+        return itertools.chain(*families)
+
+
+mm.it = Chain()
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -379,6 +461,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     from prism_fast.execute.render import RenderConfig, prefork_worker
     from prism_fast.profile import REFERENCE
 
+    from prism_fast.audit.onepass_rule import static_reasons
+    from prism_fast.audit.tamper import static_evidence
+
+    assert static_reasons(DATA_REBIND) == [] and static_evidence(DATA_REBIND) == []  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
     try:
@@ -387,7 +473,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                 for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
                                      ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
                                      ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
-                                     ("path", PATH_PATCH))}
+                                     ("path", PATH_PATCH), ("data", DATA_REBIND))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -398,7 +484,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                    for r in patched["onepass_reasons"]), patched["onepass_reasons"]
     for name, where in (("readd", "manim.camera.camera.extract_mobject_family_members"),
                         ("class", "manim.camera.camera.Camera"), ("log", "Logger(manim).handlers"),
-                        ("path", "pathlib.Path.with_suffix")):
+                        ("path", "pathlib.Path.with_suffix"), ("data", "manim.mobject.mobject.it")):
         patched = rows[name]
         assert patched["success"], patched.get("error")
         assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
