@@ -77,7 +77,23 @@ REACH_ATTRS = frozenset({
 # ``functools._lru_cache_wrapper``, ``re._compiler``, ...) are internals no scene needs
 STDLIB_SAFE = SAFE_IMPORTS - {"manim", "numpy"}
 STRING_ACCESS = frozenset({"attrgetter", "methodcaller", "format_map", "Formatter", "get_type_hints", "ForwardRef",
-                           "get_annotations", "getclosurevars"})
+                           "get_annotations", "getclosurevars",
+                           # red team: functools copies attributes named by strings, dunders included, between any
+                           # two objects -- `update_wrapper(lib_function, f, assigned=("__code__",))` rewrote a
+                           # manim function in place (no namespace changes: the patch check cannot see it),
+                           # `updated=("__globals__",)` copied a module's globals (the observer's, through the
+                           # hooked Scene's methods) into the script's, `wraps(shift)(become)` renamed a method
+                           "update_wrapper", "wraps"})
+# Library state that runs script code or depends on the frame times without any binding the patch check sees (red
+# team): numpy's floating-point error hooks -- `seterrcall(f)` with `seterr(all="call")` runs `f` at every frame whose
+# interpolation or camera arithmetic under- or overflows, "raise" fails at the frames one frame rate meets --, the
+# warning recorders that count such warnings, and raw memory views (`as_strided` reads and writes past an array:
+# any object, a namespace's version tag included)
+STATE_HOOKS = frozenset({"seterr", "seterrcall", "errstate", "suppress_warnings", "assert_warns", "catch_warnings",
+                         "clear_and_catch_warnings", "as_strided", "DummyArray", "byte_bounds"})
+# a dunder spelled as a string or a keyword: what `setattr`-like calls (`Mobject.set(f, __defaults__=...)`, a
+# `**{"__code__": ...}`) and functools' attribute lists reach, which the attribute rule refuses as `x.__name__`
+_DUNDER = re.compile(r"__\w+__")
 
 
 def _format_reads_attributes(template: str) -> bool:
@@ -161,6 +177,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                     add(f"module_attr:{alias.name}")
                 elif alias.name in STRING_ACCESS or alias.name in FRAME_ATTRS or alias.name in REACH_ATTRS:
                     add(f"string_access:{alias.name}")
+                elif alias.name in STATE_HOOKS:
+                    add(f"library_state:{alias.name}")
                 if alias.name.startswith("__") or (alias.asname not in (None, alias.name)
                                                    and (alias.name in FLAG_NAMES or alias.name in FLAG_ATTRS)):
                     # the name or attribute rule, which an alias would escape (red team: `from manim import config
@@ -178,7 +196,7 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add(f"attr:{node.attr}")
             if node.attr == "remove" and id(node) not in remove_funcs:
                 add("remove_result_used")  # the hooked remove returns None (Q-SPATIAL-8)
-        elif isinstance(node, ast.keyword) and node.arg in FLAG_KEYWORDS:
+        elif isinstance(node, ast.keyword) and (node.arg in FLAG_KEYWORDS or _DUNDER.fullmatch(node.arg or "")):
             add(f"keyword:{node.arg}")
         elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             add("try")  # a caught exception can hide a shim's divergence
@@ -201,6 +219,11 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         if (isinstance(node, ast.Name) and node.id in STRING_ACCESS) or (
                 isinstance(node, ast.Attribute) and node.attr in STRING_ACCESS):
             add(f"string_access:{node.id if isinstance(node, ast.Name) else node.attr}")
+        elif (isinstance(node, ast.Name) and node.id in STATE_HOOKS) or (
+                isinstance(node, ast.Attribute) and node.attr in STATE_HOOKS):
+            add(f"library_state:{node.id if isinstance(node, ast.Name) else node.attr}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DUNDER.fullmatch(node.value):
+            add("string:dunder")
         elif isinstance(node, ast.Attribute) and node.attr == "format":
             template = node.value
             if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):

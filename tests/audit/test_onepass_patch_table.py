@@ -412,6 +412,30 @@ class S(Scene):
         self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
 '''
 
+# red team: a manim function rewritten in place -- functools copies attributes named by strings, so
+# `update_wrapper(Mobject.get_family, f, assigned=("__code__", "__defaults__"))` gave the library function the
+# script's code and defaults (no namespace changes: no patch check can see it), counting the camera's frames. The
+# static rule refuses functools' attribute copiers and dunder strings
+CODE_REWRITE = '''from manim import *
+import functools
+
+calls = [0]
+
+
+def get_family(self, recurse=True, calls=calls):
+    calls[0] += 1
+    return remove_list_redundancies([self] + list(it.chain(*[x.get_family() for x in self.submobjects])))
+
+
+functools.update_wrapper(Mobject.get_family, get_family, assigned=("__code__", "__defaults__"), updated=())
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -473,7 +497,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                 for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
                                      ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
                                      ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
-                                     ("path", PATH_PATCH), ("data", DATA_REBIND))}
+                                     ("path", PATH_PATCH), ("data", DATA_REBIND),
+                                     ("code", CODE_REWRITE))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -492,6 +517,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     patched = rows["array"]
     assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
     assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
+    rewritten = rows["code"]
+    assert rewritten["success"], rewritten.get("error")
+    assert rewritten["onepass"] == "ineligible", rewritten.get("onepass_reasons")
+    assert "string_access:update_wrapper" in rewritten["onepass_reasons"], rewritten["onepass_reasons"]
     for name in ("plain", "cards", "groups"):
         clean = rows[name]
         assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
