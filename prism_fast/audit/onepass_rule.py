@@ -90,7 +90,14 @@ STRING_ACCESS = frozenset({"attrgetter", "methodcaller", "format_map", "Formatte
 # warning recorders that count such warnings, and raw memory views (`as_strided` reads and writes past an array:
 # any object, a namespace's version tag included)
 STATE_HOOKS = frozenset({"seterr", "seterrcall", "errstate", "suppress_warnings", "assert_warns", "catch_warnings",
-                         "clear_and_catch_warnings", "as_strided", "DummyArray", "byte_bounds"})
+                         "clear_and_catch_warnings", "as_strided", "DummyArray", "byte_bounds",
+                         # copy's reducer registry (`copy.dispatch_table[ManimColor] = f`): the render copies
+                         # mobjects with deepcopy, the audit-only run with its own copier (audit/fastcopy.py)
+                         "dispatch_table"})
+# setattr by a name the AST need not show: manim's `Mobject.set(self, **kwargs)` called unbound on any object
+# (`Mobject.set(f, **{computed: v})` reaches a library function's `__defaults__` or a module's `__class__`), and
+# copy's protocol, which sets the state a script's `__reduce__` returns on the object it names
+COPY_PROTOCOL = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__", "__deepcopy__"})
 # a dunder spelled as a string or a keyword: what `setattr`-like calls (`Mobject.set(f, __defaults__=...)`, a
 # `**{"__code__": ...}`) and functools' attribute lists reach, which the attribute rule refuses as `x.__name__`
 _DUNDER = re.compile(r"__\w+__")
@@ -232,6 +239,11 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("string_access:format_field")
     for reason in _injected_set_reasons(tree):
         add(reason)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in COPY_PROTOCOL:
+            add(f"copy_protocol:{node.name}")
+        elif isinstance(node, ast.Attribute) and node.attr == "set" and _a_class(node.value):
+            add("unbound_set")
     for annotation in _annotations(tree):
         if any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(annotation)):
             add("string_annotation")  # typing.get_type_hints / functools.singledispatch evaluate it
@@ -239,6 +251,16 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         add(reason)
     return reasons
 
+
+
+def _a_class(node: ast.AST) -> bool:
+    """Whether an expression names a class rather than an instance: a capitalised name (``Mobject``, a script's
+    ``Card``) or ``type(x)``."""
+    if isinstance(node, ast.Name):
+        return node.id[:1].isupper()
+    if isinstance(node, ast.Attribute):  # manim.Mobject, mobject_module.Mobject
+        return node.attr[:1].isupper()
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -459,6 +459,11 @@ def test_static_rule():
         "with np.testing.suppress_warnings() as s:\n    log = s.record(RuntimeWarning)": "library_state:suppress_warnings",
         "v = np.lib.stride_tricks.as_strided(a, (9,), (8,))": "library_state:as_strided",
         "from numpy.lib.stride_tricks import as_strided": "library_state:as_strided",
+        "import copy\ncopy.dispatch_table[ManimColor] = f": "library_state:dispatch_table",
+        # setattr by a computed name: manim's Mobject.set unbound, copy's protocol on a script class
+        "Mobject.set(np, **{'_' * 2 + 'class' + '_' * 2: M})": "unbound_set",
+        "s = type(sq).set": "unbound_set",
+        "class A:\n    def __reduce__(self):\n        return (f, (np,), (None, d))": "copy_protocol:__reduce__",
     }
     for code, reason in cases.items():
         assert reason in onepass.static_reasons(code), code
@@ -467,6 +472,7 @@ def test_static_rule():
     # ordinary forms stay eligible: numpy arrays, literal templates without field access, real annotations
     assert onepass.static_reasons("a = np.array([1, 2])\ns = '{:.2f} {}'.format(x, y)\n"
                                   "def f(x: int) -> list:\n    return [x]") == []
+    assert onepass.static_reasons("sq.set(color=RED)\nself.set(x=1)\nVGroup(a, b).set(color=RED)") == []
 
 
 def test_plan_reasons_switch_profile_backend_and_images():
