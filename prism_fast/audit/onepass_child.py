@@ -298,6 +298,13 @@ def _install(state: _State) -> None:
 
     def get_module(file_name):
         """manim's own loader (its frames unchanged), with the injection of :class:`InjectingLoader`."""
+        if state.baseline_asked:
+            # manim loads the script once; a later call runs from the script's own code (module_ops.get_module is
+            # reachable), and a file of its choosing would become the "script" every script-code guard compares
+            # code against (red team: a standard-library file loaded by path turned the script's own per-frame
+            # rate_func into library code). Loaded as a plain render loads it, and never shared
+            state.flag("module_loader:again")
+            return real_get_module(file_name)
         take_baseline()
         if str(file_name) == "-" or not file_name.exists() or file_name.suffix != ".py":
             state.flag("module_loader")

@@ -436,6 +436,30 @@ class S(Scene):
         self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
 '''
 
+# red team: manim's loader called again from the script with a file of its choosing (a standard-library module by
+# path) made that file the script every script-code guard compares against: the script's own per-frame rate_func
+# passed as library code and counted the render's frames
+SECOND_MODULE = '''from manim import *
+from manim.utils.module_ops import get_module
+import manim.utils.file_ops as fo
+
+calls = [0]
+
+
+def counted(t):
+    calls[0] += 1
+    return t
+
+
+get_module(fo.Path("{path}"))
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square(), rate_func=counted))
+        self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -488,7 +512,11 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     from prism_fast.audit.onepass_rule import static_reasons
     from prism_fast.audit.tamper import static_evidence
 
-    assert static_reasons(DATA_REBIND) == [] and static_evidence(DATA_REBIND) == []  # only the run time sees it
+    import colorsys
+
+    second = SECOND_MODULE.replace("{path}", colorsys.__file__)
+    for script in (DATA_REBIND, second):
+        assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
     try:
@@ -498,7 +526,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                      ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
                                      ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
                                      ("path", PATH_PATCH), ("data", DATA_REBIND),
-                                     ("code", CODE_REWRITE))}
+                                     ("code", CODE_REWRITE), ("second", second))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -517,6 +545,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     patched = rows["array"]
     assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
     assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
+    again = rows["second"]
+    assert again["success"], again.get("error")
+    assert again["onepass"] in ("separate", "fallback"), again.get("onepass_reasons")
+    assert "module_loader:again" in again["onepass_reasons"], again["onepass_reasons"]
     rewritten = rows["code"]
     assert rewritten["success"], rewritten.get("error")
     assert rewritten["onepass"] == "ineligible", rewritten.get("onepass_reasons")
