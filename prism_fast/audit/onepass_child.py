@@ -190,6 +190,17 @@ def _install(state: _State) -> None:
         for reason in onepass_rules.updater_reasons((*scene.mobjects, *extra), updater_policy()):
             state.flag(reason)
 
+    render_code = original_scene.render.__code__
+
+    def check_caller() -> None:
+        # a play or a remove must come from the script's construct (or setup/tear_down): manim's render calls other
+        # code after them that the audit-only run does not call, or not alike (red team: the file writer's
+        # combine_to_movie, rebound at the end of construct to a script function that restored it -- so no patch
+        # check found it -- and then played once more, a snapshot the audit-only run never takes)
+        where = _render_callee(render_code)
+        if where not in SCENE_ENTRY_POINTS:
+            state.flag(f"scene_call_from:{where}")
+
     class OnePassScene(audit_scene):
         def ensure_audit_vars(self):
             if not hasattr(self, "_save_audit_images"):
@@ -198,6 +209,7 @@ def _install(state: _State) -> None:
 
         def compile_animation_data(self, *args, **kwargs):
             state.check_patches(self)
+            check_caller()
             result = super().compile_animation_data(*args, **kwargs)
             t0 = time.perf_counter()
             try:
@@ -223,6 +235,7 @@ def _install(state: _State) -> None:
 
         def remove(self, *mobjects):
             state.check_patches(self)
+            check_caller()
             hooks.ERR_STREAM = quiet
             try:
                 return super().remove(*mobjects)
@@ -475,6 +488,18 @@ def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
 # script-defined Mobject class among the mobjects it holds, and a scene class that overrides a manim Scene method
 # other than the constructor and the entry points.
 SCENE_ENTRY_POINTS = frozenset({"__init__", "construct", "setup", "tear_down"})  # run once, outside any play
+
+
+def _render_callee(render_code, depth: int = 512) -> str | None:
+    """The name of the function manim's ``Scene.render`` (``render_code``) called that led to this call
+    (``construct``, ``setup``, ``tear_down``, or what it calls after them: ``scene_finished``), None when this call
+    does not come from a render."""
+    below, frame = None, sys._getframe(1)
+    while frame is not None and depth > 0:
+        if frame.f_code is render_code:
+            return below.f_code.co_name if below is not None else None
+        below, frame, depth = frame, frame.f_back, depth - 1
+    return None
 
 
 def _is_script_code(code, code_file) -> bool:

@@ -460,6 +460,28 @@ class S(Scene):
         self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
 '''
 
+# red team: a patch no check sees -- the file writer's combine_to_movie (which the render runs after construct and
+# the audit-only run does not) rebound at the end of construct to a script function that first restores it, then
+# plays once more, moving the overlapping square away: a clean last snapshot in the one-pass render only
+TAIL_PLAY = '''from manim import *
+
+
+class S(Scene):
+    def construct(self):
+        a = Square(side_length=3, fill_opacity=0.8, color=BLUE)
+        b = Square(side_length=3, fill_opacity=0.8, color=RED).shift(RIGHT * 0.5)
+        self.play(FadeIn(a), FadeIn(b))
+        real = SceneFileWriter.combine_to_movie
+        scene = self
+
+        def combine(writer):
+            SceneFileWriter.combine_to_movie = real
+            scene.play(b.animate.shift(RIGHT * 3.5))
+            return real(writer)
+
+        SceneFileWriter.combine_to_movie = combine
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -515,7 +537,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     import colorsys
 
     second = SECOND_MODULE.replace("{path}", colorsys.__file__)
-    for script in (DATA_REBIND, second):
+    for script in (DATA_REBIND, second, TAIL_PLAY):
         assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
@@ -526,7 +548,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                      ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
                                      ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
                                      ("path", PATH_PATCH), ("data", DATA_REBIND),
-                                     ("code", CODE_REWRITE), ("second", second))}
+                                     ("code", CODE_REWRITE), ("second", second),
+                                     ("tail", TAIL_PLAY))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -545,6 +568,9 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     patched = rows["array"]
     assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
     assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
+    tail = rows["tail"]
+    assert tail["onepass"] != "shared", tail.get("onepass_reasons")
+    assert "scene_call_from:scene_finished" in tail["onepass_reasons"], tail["onepass_reasons"]
     again = rows["second"]
     assert again["success"], again.get("error")
     assert again["onepass"] in ("separate", "fallback"), again.get("onepass_reasons")
