@@ -541,14 +541,61 @@ def _cell_set(cell) -> bool:
     return True
 
 
-def _script_class(cls, code_file) -> bool:
-    """A class with a function written in the script anywhere in its MRO."""
-    for klass in getattr(cls, "__mro__", ()):
-        for attr in vars(klass).values():
-            func = getattr(attr, "__func__", attr)
-            if _is_script_code(getattr(func, "__code__", None), code_file):
-                return True
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_NAMESPACE = type.__dict__["__dict__"].__get__
+_TYPE_FLAGS = type.__dict__["__flags__"].__get__
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (a static C type holds no Python code)
+
+
+def _namespaces(cls) -> list:
+    """The namespaces of ``cls``'s MRO and then of its metaclass's, read through ``type``'s own descriptors, never by
+    an attribute lookup on the class (red team: ``cls.__mro__`` or ``vars(cls)`` runs a script metaclass's
+    ``__getattribute__`` -- script code the check itself ran at every play, in the one-pass render only, which
+    counted the checks into a position; its made-up ``__mro__`` hid the class's methods)."""
+    if not isinstance(cls, type):
+        return []
+    meta = type(cls)
+    classes = _TYPE_MRO(cls) if meta is type else (*_TYPE_MRO(cls), *_TYPE_MRO(meta))
+    return [_TYPE_NAMESPACE(k) for k in classes if _TYPE_FLAGS(k) & _HEAP_TYPE]  # (a static type runs no Python)
+
+
+def _functions(attr) -> list:
+    """The plain functions a class attribute runs, found without any attribute lookup on it (which could run script
+    code): a function, the function of a static or class method, a property's accessors; for any other object, the
+    functions its class's namespaces hold (a descriptor's ``__get__``, a callable's ``__call__``)."""
+    t = type(attr)
+    if t is _FUNCTION:
+        return [attr]
+    if t is staticmethod or t is classmethod:
+        attr, t = attr.__func__, type(attr.__func__)
+        if t is _FUNCTION:
+            return [attr]
+    elif t is property:
+        return [f for f in (attr.fget, attr.fset, attr.fdel) if type(f) is _FUNCTION]
+    if not _TYPE_FLAGS(t) & _HEAP_TYPE:
+        return []
+    return [v for ns in _namespaces(t) for v in ns.values() if type(v) is _FUNCTION]
+
+
+_FUNCTION = type(_functions)
+_WRAPPERS = (staticmethod, classmethod, property)
+
+
+def _runs_script(attr, code_file) -> bool:
+    """Whether a class attribute runs a function of the script (:func:`_functions`; a plain function in one step)."""
+    t = type(attr)
+    if t is _FUNCTION:
+        return attr.__code__.co_filename == code_file
+    if t in _WRAPPERS or _TYPE_FLAGS(t) & _HEAP_TYPE:
+        return any(f.__code__.co_filename == code_file for f in _functions(attr))
     return False
+
+
+def _script_class(cls, code_file) -> bool:
+    """A class with a function written in the script anywhere in its MRO or its metaclass's."""
+    if code_file is None:
+        return False
+    return any(_runs_script(attr, code_file) for ns in _namespaces(cls) for attr in list(ns.values()))
 
 
 _LIBRARY_NAMES: frozenset | None = None  # every attribute name a class of the watched libraries defines
@@ -574,15 +621,14 @@ def _script_methods(cls, code_file) -> list[str]:
         return ["<unknown script>"]
     names = _library_names()
     out = []
-    for klass in cls.__mro__:  # a script mixin's methods too (`class Sq(Mixin, Square)`)
-        for name, attr in vars(klass).items():
+    # a script mixin's methods too (`class Sq(Mixin, Square)`), and a script metaclass's (`__getattribute__`,
+    # `__instancecheck__`: library code and the check itself look attributes up on the class)
+    for ns in _namespaces(cls):
+        for name, attr in list(ns.items()):
             # (manim's Mobject.__init_subclass__ keeps the class's own __init__ as _original__init__)
             if name in ("__init__", "_original__init__") or name in out or not (name in names or name.startswith("__")):
                 continue
-            funcs = [getattr(attr, "__func__", attr)]
-            if isinstance(attr, property):
-                funcs = [attr.fget, attr.fset, attr.fdel]
-            if any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs):
+            if _runs_script(attr, code_file):
                 out.append(name)
     return out
 
@@ -608,14 +654,14 @@ def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:
 
 def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
     out = []
-    for klass in scene_cls.__mro__:
+    for klass in _TYPE_MRO(scene_cls):
         if klass is original_scene:
             break
-        for name, attr in vars(klass).items():
-            func = getattr(attr, "__func__", attr)
-            if (name not in SCENE_ENTRY_POINTS and hasattr(original_scene, name)
-                    and _is_script_code(getattr(func, "__code__", None), code_file)):
+        for name, attr in list(_TYPE_NAMESPACE(klass).items()):
+            if name not in SCENE_ENTRY_POINTS and hasattr(original_scene, name) and _runs_script(attr, code_file):
                 out.append(name)
+    if type(scene_cls) is not type and _script_class(type(scene_cls), code_file):
+        out.append("<metaclass>")  # its hooks run wherever the scene class is looked at
     return out
 
 

@@ -204,6 +204,37 @@ def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch,
         lambda m: m.setattr(bezier, "_box", [Chain()], raising=False))  # a container of script objects
 
 
+def test_the_check_runs_no_script_code_and_sees_a_script_metaclass(tmp_path):
+    """Red team: the check looked at classes by attribute (``cls.__mro__``, ``vars(cls)``), which a script
+    metaclass's ``__getattribute__`` answers -- script code run by the check itself, at every play of the one-pass
+    render only, with a made-up MRO that hid the class's methods. Now read through ``type``'s own descriptors: no
+    script code runs, and the metaclass's methods count as the class's."""
+    import manim
+
+    code_file = str(tmp_path / "scene.py")
+    source = (
+        "calls = [0]\n"
+        "class Meta(type):\n"
+        "    def __getattribute__(cls, name):\n"
+        "        calls[0] += 1\n"
+        "        if name[2:-2] == 'mro':\n"
+        "            return (object,)\n"
+        "        if name[2:-2] == 'dict':\n"
+        "            return {}\n"
+        "        raise AttributeError(name)\n"
+        "class Tag(metaclass=Meta):\n"
+        "    pass\n")
+    ns: dict = {}
+    exec(compile(source, code_file, "exec"), ns)
+    scene = manim.Scene()
+    holder = manim.Dot()
+    holder.tag = ns["Tag"]()
+    scene.add(holder)
+    assert oc._instance_patches(scene, code_file) == ["Dot().tag:script_object"]
+    assert ns["calls"] == [0]
+    assert oc._script_methods(ns["Tag"], code_file) == ["__getattribute__"] and ns["calls"] == [0]
+
+
 def test_comparing_only_the_changed_modules_finds_what_the_full_comparison_finds(manim_modules, monkeypatch, watch_kind):
     manim, polygram, bezier = manim_modules
     table = oc._Table()
@@ -482,6 +513,37 @@ class S(Scene):
         SceneFileWriter.combine_to_movie = combine
 '''
 
+# red team: script code run by the check itself -- a metaclass's __getattribute__ answers the check's look at a
+# class (`cls.__mro__`) with a made-up MRO that hides its methods, so it found nothing and ran the script's counter
+# at every play: the one-pass render's checks (none in the audit-only run) counted into a position
+META_HOOK = '''from manim import *
+
+calls = [0]
+
+
+class Meta(type):
+    def __getattribute__(cls, name):
+        calls[0] += 1
+        if name[2:-2] == "mro":
+            return (object,)
+        if name[2:-2] == "dict":
+            return {}
+        raise AttributeError(name)
+
+
+class Tag(metaclass=Meta):
+    pass
+
+
+class S(Scene):
+    def construct(self):
+        holder = Dot()
+        holder.tag = Tag()
+        self.add(holder)
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -537,7 +599,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     import colorsys
 
     second = SECOND_MODULE.replace("{path}", colorsys.__file__)
-    for script in (DATA_REBIND, second, TAIL_PLAY):
+    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK):
         assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
@@ -549,7 +611,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                      ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
                                      ("path", PATH_PATCH), ("data", DATA_REBIND),
                                      ("code", CODE_REWRITE), ("second", second),
-                                     ("tail", TAIL_PLAY))}
+                                     ("tail", TAIL_PLAY), ("meta", META_HOOK))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -568,6 +630,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     patched = rows["array"]
     assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
     assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
+    hooked = rows["meta"]
+    assert hooked["success"], hooked.get("error")
+    assert hooked["onepass"] in ("separate", "fallback"), hooked.get("onepass_reasons")
+    assert "script_patch:Dot().tag:script_object" in hooked["onepass_reasons"], hooked["onepass_reasons"]
     tail = rows["tail"]
     assert tail["onepass"] != "shared", tail.get("onepass_reasons")
     assert "scene_call_from:scene_finished" in tail["onepass_reasons"], tail["onepass_reasons"]
