@@ -507,30 +507,37 @@ def _is_script_code(code, code_file) -> bool:
 
 
 def _script_callable(value, code_file, depth: int = 0) -> bool:
-    """Whether calling ``value`` may run script code (a script function, or a callable built around one)."""
-    if depth > 6 or value is None or isinstance(value, (int, float, complex, str, bytes, bool)):
+    """Whether calling ``value`` may run script code (a script function, or a callable built around one). Exact
+    types only, and an object's class before anything is read from the object (red team: a script subclass of
+    ``functools.partial`` whose ``func`` is a script descriptor ran script code in the check itself)."""
+    t = type(value)
+    if depth > 6 or value is None or t in _PLAIN:
         return False
     import functools
     import types
 
-    if isinstance(value, types.MethodType):
+    if t is types.MethodType:
         return _script_callable(value.__func__, code_file, depth + 1) or _script_class(type(value.__self__),
                                                                                        code_file)
-    if isinstance(value, types.FunctionType):
+    if t is types.FunctionType:
         if _is_script_code(value.__code__, code_file):
             return True
         cells = [c.cell_contents for c in (value.__closure__ or ()) if _cell_set(c)]
         extra = [*(value.__defaults__ or ()), *((value.__kwdefaults__ or {}).values())]
         return any(_script_callable(v, code_file, depth + 1) for v in (*cells, *extra) if callable(v))
+    if isinstance(value, type):
+        return _script_class(value, code_file) or _script_class(t, code_file)
+    if _script_class(t, code_file):
+        return True
+    # (from here its class, a subclass included, holds no script code: reading the object runs none)
     if isinstance(value, functools.partial):
         parts = (value.func, *value.args, *value.keywords.values())
         return any(_script_callable(v, code_file, depth + 1) for v in parts if callable(v))
-    pyfunc = value.__dict__.get("pyfunc") if hasattr(value, "__dict__") else None  # numpy.vectorize
-    if pyfunc is not None and _script_callable(pyfunc, code_file, depth + 1):
-        return True
-    if isinstance(value, type):
-        return _script_class(value, code_file)
-    return _script_class(type(value), code_file)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.vectorize):
+        pyfunc = vars(value).get("pyfunc")
+        return pyfunc is not None and _script_callable(pyfunc, code_file, depth + 1)
+    return False
 
 
 def _cell_set(cell) -> bool:

@@ -235,6 +235,37 @@ def test_the_check_runs_no_script_code_and_sees_a_script_metaclass(tmp_path):
     assert oc._script_methods(ns["Tag"], code_file) == ["__getattribute__"] and ns["calls"] == [0]
 
 
+def test_a_callable_is_judged_by_its_class_before_it_is_read(tmp_path):
+    """Red team: ``_script_callable`` read ``value.func`` from anything that was a ``functools.partial`` -- a script
+    subclass whose ``func`` is a script descriptor ran script code in the check itself (in the one-pass render
+    only) and answered with a library function. Its class is judged first; the subclass is script code."""
+    import functools
+
+    import manim
+
+    code_file = str(tmp_path / "scene.py")
+    source = (
+        "import functools\n"
+        "calls = [0]\n"
+        "class Func:\n"
+        "    def __get__(self, obj, owner=None):\n"
+        "        calls[0] += 1\n"
+        "        return abs\n"
+        "class P(functools.partial):\n"
+        "    func = Func()\n"
+        "def plain(t):\n"
+        "    return t\n")
+    ns: dict = {}
+    exec(compile(source, code_file, "exec"), ns)
+    assert oc._script_callable(ns["P"](manim.rate_functions.smooth), code_file)
+    assert ns["calls"] == [0]
+    # what it judged before is judged the same
+    assert oc._script_callable(functools.partial(ns["plain"], 1), code_file)
+    assert not oc._script_callable(functools.partial(manim.rate_functions.smooth), code_file)
+    assert oc._script_callable(manim.np.vectorize(ns["plain"]), code_file)
+    assert not oc._script_callable(manim.rate_functions.smooth, code_file)
+
+
 def test_comparing_only_the_changed_modules_finds_what_the_full_comparison_finds(manim_modules, monkeypatch, watch_kind):
     manim, polygram, bezier = manim_modules
     table = oc._Table()
@@ -544,6 +575,30 @@ class S(Scene):
         self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
 '''
 
+# red team: the check read `rate_func.func` from a script functools.partial subclass whose `func` is a script
+# descriptor: script code run by the check at every play (the one-pass render only), answering with manim's smooth
+PARTIAL_HOOK = '''from manim import *
+import functools
+
+calls = [0]
+
+
+class Func:
+    def __get__(self, obj, owner=None):
+        calls[0] += 1
+        return smooth
+
+
+class P(functools.partial):
+    func = Func()
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square(), rate_func=P(smooth)))
+        self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -599,7 +654,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     import colorsys
 
     second = SECOND_MODULE.replace("{path}", colorsys.__file__)
-    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK):
+    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK):
         assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
@@ -611,7 +666,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                      ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
                                      ("path", PATH_PATCH), ("data", DATA_REBIND),
                                      ("code", CODE_REWRITE), ("second", second),
-                                     ("tail", TAIL_PLAY), ("meta", META_HOOK))}
+                                     ("tail", TAIL_PLAY), ("meta", META_HOOK),
+                                     ("partial", PARTIAL_HOOK))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -634,6 +690,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     assert hooked["success"], hooked.get("error")
     assert hooked["onepass"] in ("separate", "fallback"), hooked.get("onepass_reasons")
     assert "script_patch:Dot().tag:script_object" in hooked["onepass_reasons"], hooked["onepass_reasons"]
+    partial = rows["partial"]
+    assert partial["success"], partial.get("error")
+    assert partial["onepass"] in ("separate", "fallback"), partial.get("onepass_reasons")
+    assert "script_callable:rate_func" in partial["onepass_reasons"], partial["onepass_reasons"]
     tail = rows["tail"]
     assert tail["onepass"] != "shared", tail.get("onepass_reasons")
     assert "scene_call_from:scene_finished" in tail["onepass_reasons"], tail["onepass_reasons"]
