@@ -351,6 +351,19 @@ def _install(state: _State) -> None:
 
     module_ops.get_module = get_module
 
+    # an attribute that lives in no namespace -- a function's __code__, __defaults__ or __kwdefaults__, any object's
+    # __class__ -- set after the script started, by whatever route (red team: manim's Mobject.set under a lowercase
+    # alias with a computed name put a script object with a __bool__ into a library function's defaults, which no
+    # namespace watch sees): CPython audits exactly these assignments
+    def audit_hook(event, args):
+        try:
+            if event == "object.__setattr__" and state.baseline_asked and args[1] in AUDITED_SETATTR:
+                state.flag(f"script_patch:{_TYPE_NAME(type(args[0]))}.{args[1]}")
+        except Exception:  # noqa: BLE001 - an audit hook that raises would abort the script's operation
+            pass
+
+    sys.addaudithook(audit_hook)
+
     # a failed render: the exception manim prints is examined (may the audit take the render's snapshots, and is
     # it one the audit would raise at the same point?) and the observers' own pass-through frames are unlinked
     # from its traceback, so the printed error is the plain render's (onepass_failure.py)
@@ -551,6 +564,8 @@ def _cell_set(cell) -> bool:
 _TYPE_MRO = type.__dict__["__mro__"].__get__
 _TYPE_NAMESPACE = type.__dict__["__dict__"].__get__
 _TYPE_FLAGS = type.__dict__["__flags__"].__get__
+_TYPE_NAME = type.__dict__["__name__"].__get__
+AUDITED_SETATTR = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__class__"})
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (a static C type holds no Python code)
 
 

@@ -599,6 +599,29 @@ class S(Scene):
         self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
 '''
 
+# red team: a library function's defaults replaced through manim's Mobject.set under a lowercase alias with a
+# computed name (no namespace changes, no static rule sees it): a script object's __bool__ in VMobject's defaults
+DEFAULTS_SET = '''from manim import *
+
+calls = [0]
+
+
+class Flag:
+    def __bool__(self):
+        calls[0] += 1
+        return False
+
+
+setter = Mobject
+setter.set(VMobject.get_stroke_rgbas, **{"_" * 2 + "defaults" + "_" * 2: (Flag(),)})
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -654,7 +677,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     import colorsys
 
     second = SECOND_MODULE.replace("{path}", colorsys.__file__)
-    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK):
+    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK, DEFAULTS_SET):
         assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
@@ -667,7 +690,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                      ("path", PATH_PATCH), ("data", DATA_REBIND),
                                      ("code", CODE_REWRITE), ("second", second),
                                      ("tail", TAIL_PLAY), ("meta", META_HOOK),
-                                     ("partial", PARTIAL_HOOK))}
+                                     ("partial", PARTIAL_HOOK), ("defaults", DEFAULTS_SET))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -694,6 +717,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     assert partial["success"], partial.get("error")
     assert partial["onepass"] in ("separate", "fallback"), partial.get("onepass_reasons")
     assert "script_callable:rate_func" in partial["onepass_reasons"], partial["onepass_reasons"]
+    defaults = rows["defaults"]
+    assert defaults["success"], defaults.get("error")
+    assert defaults["onepass"] in ("separate", "fallback"), defaults.get("onepass_reasons")
+    assert "script_patch:function.__defaults__" in defaults["onepass_reasons"], defaults["onepass_reasons"]
     tail = rows["tail"]
     assert tail["onepass"] != "shared", tail.get("onepass_reasons")
     assert "scene_call_from:scene_finished" in tail["onepass_reasons"], tail["onepass_reasons"]
