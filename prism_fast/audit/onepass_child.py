@@ -328,6 +328,10 @@ def _install(state: _State) -> None:
         target[:] = [file_name]
         module = real_get_module(file_name)
         target.clear()
+        # a check before manim builds the scene (red team: a module-level patch of what the render's file writer
+        # runs in Scene.__init__ -- the audit-only run's writer differs -- restored itself at its first call, before
+        # the first play's check)
+        state.check_patches()
         # the scenes the reference audit would render (spatial_audit.md §3 step 5): every top-level class of a
         # Scene subclass, in source order, duplicates included
         t0 = time.perf_counter()

@@ -622,6 +622,28 @@ class S(Scene):
         self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
 '''
 
+# red team: a module-level patch of what the render's file writer runs while manim builds the scene (before the
+# first play), restoring itself at its first call: the first play's check found the library as it was
+INIT_SPY = '''from manim import *
+
+calls = [0]
+real = SceneFileWriter.init_output_directories
+
+
+def spy(self, *args, **kwargs):
+    calls[0] += 1
+    SceneFileWriter.init_output_directories = real
+    return real(self, *args, **kwargs)
+
+
+SceneFileWriter.init_output_directories = spy
+
+
+class S(Scene):
+    def construct(self):
+        self.play(FadeIn(Square().shift(calls[0] * 2 * RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -677,7 +699,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     import colorsys
 
     second = SECOND_MODULE.replace("{path}", colorsys.__file__)
-    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK, DEFAULTS_SET):
+    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK, DEFAULTS_SET, INIT_SPY):
         assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
@@ -690,7 +712,8 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                      ("path", PATH_PATCH), ("data", DATA_REBIND),
                                      ("code", CODE_REWRITE), ("second", second),
                                      ("tail", TAIL_PLAY), ("meta", META_HOOK),
-                                     ("partial", PARTIAL_HOOK), ("defaults", DEFAULTS_SET))}
+                                     ("partial", PARTIAL_HOOK), ("defaults", DEFAULTS_SET),
+                                     ("init", INIT_SPY))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -721,6 +744,11 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     assert defaults["success"], defaults.get("error")
     assert defaults["onepass"] in ("separate", "fallback"), defaults.get("onepass_reasons")
     assert "script_patch:function.__defaults__" in defaults["onepass_reasons"], defaults["onepass_reasons"]
+    init = rows["init"]
+    assert init["success"], init.get("error")
+    assert init["onepass"] in ("separate", "fallback"), init.get("onepass_reasons")
+    assert "script_patch:manim.scene.scene_file_writer.SceneFileWriter.init_output_directories" in init[
+        "onepass_reasons"], init["onepass_reasons"]
     tail = rows["tail"]
     assert tail["onepass"] != "shared", tail.get("onepass_reasons")
     assert "scene_call_from:scene_finished" in tail["onepass_reasons"], tail["onepass_reasons"]
