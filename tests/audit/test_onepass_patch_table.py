@@ -688,15 +688,14 @@ class S(Scene):
 
 @pytest.mark.slow
 def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
+    import colorsys
+
     from prism_fast.audit import onepass
     from prism_fast.audit.config import AuditConfig
-    from prism_fast.execute.render import RenderConfig, prefork_worker
-    from prism_fast.profile import REFERENCE
-
     from prism_fast.audit.onepass_rule import static_reasons
     from prism_fast.audit.tamper import static_evidence
-
-    import colorsys
+    from prism_fast.execute.render import RenderConfig, prefork_worker
+    from prism_fast.profile import REFERENCE
 
     second = SECOND_MODULE.replace("{path}", colorsys.__file__)
     for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK, DEFAULTS_SET, INIT_SPY):
