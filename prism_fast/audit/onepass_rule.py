@@ -229,7 +229,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         elif (isinstance(node, ast.Name) and node.id in STATE_HOOKS) or (
                 isinstance(node, ast.Attribute) and node.attr in STATE_HOOKS):
             add(f"library_state:{node.id if isinstance(node, ast.Name) else node.attr}")
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DUNDER.fullmatch(node.value):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and _DUNDER.fullmatch(node.value)
+                and node.value != "__main__"):  # (a module's name, compared in the decided `__main__` block)
             add("string:dunder")
         elif isinstance(node, ast.Attribute) and node.attr == "format":
             template = node.value
