@@ -162,7 +162,7 @@ def _install(state: _State) -> None:
             state.flag(reason)
         if isinstance(anim, _MethodAnimation):
             for method, _args, _kwargs in getattr(anim, "methods", []):
-                name = getattr(method, "__name__", "?")
+                name = _method_name(method)
                 if name not in PURE_METHODS:
                     state.flag(f"animate_method:{name}")
             return
@@ -505,6 +505,17 @@ def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
 # script-defined Mobject class among the mobjects it holds, and a scene class that overrides a manim Scene method
 # other than the constructor and the entry points.
 SCENE_ENTRY_POINTS = frozenset({"__init__", "construct", "setup", "tear_down"})  # run once, outside any play
+
+
+def _method_name(method) -> str:
+    """The name a method of an ``.animate`` chain was defined under: its code's, not its ``__name__`` (red team:
+    ``__name__`` is writable -- manim's ``Mobject.set`` under a lowercase alias renamed ``become`` to ``shift``, which
+    then passed as a pure method); ``?`` for anything but a bound plain function (a script callable object)."""
+    import types
+
+    if type(method) is types.MethodType and type(method.__func__) is types.FunctionType:
+        return method.__func__.__code__.co_name
+    return "?"
 
 
 def _render_callee(render_code, depth: int = 512) -> str | None:

@@ -644,6 +644,21 @@ class S(Scene):
         self.play(FadeIn(Square().shift(calls[0] * 2 * RIGHT)))
 '''
 
+# red team: a library method renamed (`__name__` is writable and no audit event reports it) through manim's
+# Mobject.set under a lowercase alias: `become` passed the .animate check as the pure `shift`
+RENAMED = '''from manim import *
+
+setter = Mobject
+setter.set(Mobject.become, **{"_" * 2 + "name" + "_" * 2: "shift"})
+
+
+class S(Scene):
+    def construct(self):
+        sq = Square()
+        self.add(sq)
+        self.play(sq.animate.become(Circle().shift(RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -698,7 +713,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     from prism_fast.profile import REFERENCE
 
     second = SECOND_MODULE.replace("{path}", colorsys.__file__)
-    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK, DEFAULTS_SET, INIT_SPY):
+    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK, DEFAULTS_SET, INIT_SPY, RENAMED):
         assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
@@ -712,7 +727,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                                      ("code", CODE_REWRITE), ("second", second),
                                      ("tail", TAIL_PLAY), ("meta", META_HOOK),
                                      ("partial", PARTIAL_HOOK), ("defaults", DEFAULTS_SET),
-                                     ("init", INIT_SPY))}
+                                     ("init", INIT_SPY), ("renamed", RENAMED))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -748,6 +763,10 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     assert init["onepass"] in ("separate", "fallback"), init.get("onepass_reasons")
     assert "script_patch:manim.scene.scene_file_writer.SceneFileWriter.init_output_directories" in init[
         "onepass_reasons"], init["onepass_reasons"]
+    renamed = rows["renamed"]
+    assert renamed["success"], renamed.get("error")
+    assert renamed["onepass"] in ("separate", "fallback"), renamed.get("onepass_reasons")
+    assert "animate_method:become" in renamed["onepass_reasons"], renamed["onepass_reasons"]
     tail = rows["tail"]
     assert tail["onepass"] != "shared", tail.get("onepass_reasons")
     assert "scene_call_from:scene_finished" in tail["onepass_reasons"], tail["onepass_reasons"]
