@@ -513,11 +513,9 @@ def counted(t):
     return t
 
 
-get_module(fo.Path("{path}"))
-
-
 class S(Scene):
     def construct(self):
+        get_module(fo.Path("{path}"))
         self.play(Create(Square(), rate_func=counted))
         self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
 '''
