@@ -84,6 +84,7 @@ class _State:
         self.watch = None  # _Watch over the baseline: a cheap "anything changed?" before the full comparison
         self.baseline_asked = False  # the baseline is taken once, before the script's module runs
         self.log_pipeline = None  # _LogPipeline: the logging objects as they were at the baseline
+        self.functions: set = set()  # ids of the baseline's plain functions (the audit hook's; the table holds them)
 
     def check_patches(self, scene=None) -> None:
         if self.baseline is None:
@@ -94,7 +95,7 @@ class _State:
         try:
             if self.watch is None or self.watch.changed():
                 now, watch = _baseline()
-                found = _patched_since(self.baseline, self.watch, now, watch)
+                found = _patched_since(self.baseline, self.watch, now, watch, self.req.get("code_file"))
                 for where in found:
                     self.flag(f"script_patch:{where}")
                 if not found:
@@ -304,6 +305,7 @@ def _install(state: _State) -> None:
         t0 = time.perf_counter()
         try:
             state.baseline, state.watch = _baseline()
+            state.functions = _function_ids(state.baseline)
             state.log_pipeline = _LogPipeline()
         except Exception as exc:  # noqa: BLE001 - no baseline, no trust: the sample is audited separately
             state.flag(f"guard_error:{type(exc).__name__}")
@@ -362,7 +364,9 @@ def _install(state: _State) -> None:
     def audit_hook(event, args):
         try:
             if event == "object.__setattr__" and state.baseline_asked and args[1] in AUDITED_SETATTR:
-                state.flag(f"script_patch:{_TYPE_NAME(type(args[0]))}.{args[1]}")
+                # a function of the libraries' table (namedtuple sets the __defaults__ of the __new__ it just made)
+                if args[1] == "__class__" or id(args[0]) in state.functions:
+                    state.flag(f"script_patch:{_TYPE_NAME(type(args[0]))}.{args[1]}")
         except Exception:  # noqa: BLE001 - an audit hook that raises would abort the script's operation
             pass
 
@@ -505,6 +509,23 @@ def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
 # script-defined Mobject class among the mobjects it holds, and a scene class that overrides a manim Scene method
 # other than the constructor and the entry points.
 SCENE_ENTRY_POINTS = frozenset({"__init__", "construct", "setup", "tear_down"})  # run once, outside any play
+
+
+def _function_ids(table: dict) -> set:
+    """The ids of the plain functions a library table binds -- module functions, methods, and the functions of its
+    static and class methods and properties -- all kept alive by the table."""
+    import types
+
+    out = set()
+    for value in table.values():
+        t = type(value)
+        if t is staticmethod or t is classmethod:
+            value, t = value.__func__, type(value.__func__)
+        if t is property:
+            out.update(id(f) for f in (value.fget, value.fset, value.fdel) if type(f) is types.FunctionType)
+        elif t is types.FunctionType:
+            out.add(id(value))
+    return out
 
 
 def _method_name(method) -> str:
@@ -1121,7 +1142,8 @@ def _set_default(old, value) -> bool:
     return False
 
 
-def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch: "_Watch") -> list[str]:
+def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch: "_Watch",
+                   code_file: str | None = None) -> list[str]:
     """``_patched(baseline, now)`` and :func:`_rebound_data`, comparing only the modules whose table part is not
     the very same object in both (a part is never changed once built: the table replaces the part of a module
     that changed). The other modules' namespaces are the same objects on both sides, so they can add nothing: not
@@ -1135,7 +1157,7 @@ def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch
     after = {k: v for n in names if n in new_parts for k, v in new_parts[n].entries.items()}
     found = set(_patched(before, after))
     for n in names & old_parts.keys() & new_parts.keys():
-        found.update(_rebound_data(n, old_parts[n], new_parts[n]))
+        found.update(_rebound_data(n, old_parts[n], new_parts[n], code_file))
     return sorted(found)[:5]
 
 
@@ -1170,14 +1192,16 @@ def _library_module(value) -> bool:
     return any(m is value and _watched(name, m) for name, m in list(sys.modules.items()))
 
 
-def _rebound_data(mod_name: str, old: "_ModulePart", new: "_ModulePart") -> list[str]:
-    """Names of a module, or of a class it defines, bound since ``old`` -- rebound, or new -- to anything but plain
-    data (red team: ``_patched`` compares callables only, but library code also calls *through* data and through
-    names it looks up: ``manim.mobject.mobject.it = Chain()``, a script object whose ``chain`` ``get_family``
-    calls at every frame; ``mobject.len = counted``, a new module global that shadows the builtin; a class's data
-    attribute set to a script number with its own ``__mul__``). A callable rebound in place of a callable is
-    ``_patched``'s to judge (``set_default``); the render's own instruments are accepted. Data deleted is not a
-    finding (library code then fails, in both executions alike)."""
+def _rebound_data(mod_name: str, old: "_ModulePart", new: "_ModulePart", code_file: str | None = None) -> list[str]:
+    """Names of a module, or of a class it defines, bound since ``old`` -- rebound, or new -- to a value through
+    which library code could reach the script (:func:`_reaches_script`; red team: ``_patched`` compares callables
+    only, but library code also calls *through* data and through names it looks up: ``manim.mobject.mobject.it =
+    Chain()``, a script object whose ``chain`` ``get_family`` calls at every frame; ``mobject.len = counted``, a new
+    module global that shadows the builtin; a class's data attribute set to a script number with its own
+    ``__mul__``). Library objects a library binds lazily (tqdm's lock and monitor thread on its class) are not
+    findings. A callable rebound in place of a callable is ``_patched``'s to judge (``set_default``); the render's
+    own instruments are accepted. Data deleted is not a finding (library code then fails, in both executions
+    alike). ``code_file`` None (the script unknown): any value but plain data is a finding."""
     if old.snap is None or new.snap is None:
         return []
     out = []
@@ -1194,8 +1218,38 @@ def _rebound_data(mod_name: str, old: "_ModulePart", new: "_ModulePart") -> list
             key = (module, qualname, name)
             if prior is not _MISSING and key in old.entries and key in new.entries:
                 continue
-            out.append(".".join(p for p in key if p))
+            if code_file is None or _reaches_script(value, code_file):
+                out.append(".".join(p for p in key if p))
     return out
+
+
+def _reaches_script(value, code_file, depth: int = 0) -> bool:
+    """Whether library code using ``value`` may run script code or act on the script's objects: a script callable
+    or an instance of a class with script code (:func:`_script_callable`), a builtin container's method
+    (``calls.append``), or a container or an object holding one (a library ``Square`` with a script
+    function as an attribute, a namedtuple of one). Its class is judged before the object is read."""
+    import types
+
+    t = type(value)
+    if t in _PLAIN:
+        return False
+    if _script_callable(value, code_file):
+        return True
+    if t is types.BuiltinMethodType:  # a container's method (`calls.append`): acts on what the script reads
+        owner = type(value.__self__)
+        return owner in (list, dict, set, bytearray) or _script_class(owner, code_file)
+    if depth >= 2 or isinstance(value, type):
+        return False
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = list(value)[:256]
+    elif isinstance(value, dict):
+        items = [*list(value)[:256], *list(value.values())[:256]]
+    else:
+        try:
+            items = list(vars(value).values())[:256]
+        except TypeError:  # no instance namespace
+            return False
+    return any(_reaches_script(v, code_file, depth + 1) for v in items)
 
 
 def _patched(baseline: dict, now: dict | None = None) -> list[str]:

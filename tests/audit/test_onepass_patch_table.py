@@ -153,6 +153,7 @@ def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch,
     (``mobject.len = counted``: the module's functions find it before the builtin), a class's data attribute set
     to a script number. Plain data stays an accepted difference."""
     import itertools
+    import threading
 
     import numpy as np
     from manim.mobject import mobject as mobject_module
@@ -176,7 +177,8 @@ def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch,
         return len(x)
 
     def reasons(change) -> list[str]:
-        state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}})
+        # (this file is "the script": Chain, Number and counted are script code)
+        state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}, "code_file": __file__})
         state.baseline, state.watch = oc._baseline()
         with monkeypatch.context() as m:
             change(m)
@@ -190,6 +192,9 @@ def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch,
         m.setattr(bezier, "_a_float", np.float64(2.0), raising=False)
         m.setattr(bezier, "_an_array", np.zeros((2, 3)), raising=False)
         m.setattr(bezier, "_a_module", np, raising=False)  # a library module as imported
+        # library objects a library binds lazily (tqdm's lock and monitor thread on its class)
+        m.setattr(polygram.Square, "_a_lock", threading.RLock(), raising=False)
+        m.setattr(bezier, "_a_square", manim.Square(), raising=False)
 
     assert reasons(plain) == []
     assert calls == []
@@ -202,6 +207,11 @@ def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch,
         "script_patch:manim.mobject.types.vectorized_mobject.VMobject.sheen_factor"]
     assert "script_patch:manim.utils.bezier._box" in reasons(
         lambda m: m.setattr(bezier, "_box", [Chain()], raising=False))  # a container of script objects
+    holder = manim.Square()
+    holder.chain = Chain().chain  # a library object holding script code
+    assert reasons(lambda m: m.setattr(mobject_module, "it", holder)) == ["script_patch:manim.mobject.mobject.it"]
+    assert reasons(lambda m: m.setattr(bezier, "_a_hook", calls.append, raising=False)) == [
+        "script_patch:manim.utils.bezier._a_hook"]  # a builtin method acting on the script's list
 
 
 def test_the_check_runs_no_script_code_and_sees_a_script_metaclass(tmp_path):
