@@ -1236,8 +1236,10 @@ def _reaches_script(value, code_file, depth: int = 0) -> bool:
     if _script_callable(value, code_file):
         return True
     if t is types.BuiltinMethodType:  # a container's method (`calls.append`): acts on what the script reads
+        import collections
+
         owner = type(value.__self__)
-        return owner in (list, dict, set, bytearray) or _script_class(owner, code_file)
+        return issubclass(owner, (list, dict, set, bytearray, collections.deque)) or _script_class(owner, code_file)
     if depth >= 2 or isinstance(value, type):
         return False
     if isinstance(value, (tuple, list, set, frozenset)):

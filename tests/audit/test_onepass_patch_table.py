@@ -152,6 +152,7 @@ def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch,
     ``it.chain`` at every frame of the render's camera), a new module global shadowing a builtin
     (``mobject.len = counted``: the module's functions find it before the builtin), a class's data attribute set
     to a script number. Plain data stays an accepted difference."""
+    import collections
     import itertools
     import threading
 
@@ -212,6 +213,8 @@ def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch,
     assert reasons(lambda m: m.setattr(mobject_module, "it", holder)) == ["script_patch:manim.mobject.mobject.it"]
     assert reasons(lambda m: m.setattr(bezier, "_a_hook", calls.append, raising=False)) == [
         "script_patch:manim.utils.bezier._a_hook"]  # a builtin method acting on the script's list
+    assert reasons(lambda m: m.setattr(bezier, "_a_hook", collections.deque().append, raising=False)) == [
+        "script_patch:manim.utils.bezier._a_hook"]
 
 
 def test_the_check_runs_no_script_code_and_sees_a_script_metaclass(tmp_path):
