@@ -84,6 +84,7 @@ class _State:
         self.watch = None  # _Watch over the baseline: a cheap "anything changed?" before the full comparison
         self.baseline_asked = False  # the baseline is taken once, before the script's module runs
         self.log_pipeline = None  # _LogPipeline: the logging objects as they were at the baseline
+        self.functions: set = set()  # ids of the baseline's plain functions (the audit hook's; the table holds them)
 
     def check_patches(self, scene=None) -> None:
         if self.baseline is None:
@@ -94,7 +95,7 @@ class _State:
         try:
             if self.watch is None or self.watch.changed():
                 now, watch = _baseline()
-                found = _patched_since(self.baseline, self.watch, now, watch)
+                found = _patched_since(self.baseline, self.watch, now, watch, self.req.get("code_file"))
                 for where in found:
                     self.flag(f"script_patch:{where}")
                 if not found:
@@ -162,7 +163,7 @@ def _install(state: _State) -> None:
             state.flag(reason)
         if isinstance(anim, _MethodAnimation):
             for method, _args, _kwargs in getattr(anim, "methods", []):
-                name = getattr(method, "__name__", "?")
+                name = _method_name(method)
                 if name not in PURE_METHODS:
                     state.flag(f"animate_method:{name}")
             return
@@ -190,6 +191,17 @@ def _install(state: _State) -> None:
         for reason in onepass_rules.updater_reasons((*scene.mobjects, *extra), updater_policy()):
             state.flag(reason)
 
+    render_code = original_scene.render.__code__
+
+    def check_caller() -> None:
+        # a play or a remove must come from the script's construct (or setup/tear_down): manim's render calls other
+        # code after them that the audit-only run does not call, or not alike (red team: the file writer's
+        # combine_to_movie, rebound at the end of construct to a script function that restored it -- so no patch
+        # check found it -- and then played once more, a snapshot the audit-only run never takes)
+        where = _render_callee(render_code)
+        if where not in SCENE_ENTRY_POINTS:
+            state.flag(f"scene_call_from:{where}")
+
     class OnePassScene(audit_scene):
         def ensure_audit_vars(self):
             if not hasattr(self, "_save_audit_images"):
@@ -198,6 +210,7 @@ def _install(state: _State) -> None:
 
         def compile_animation_data(self, *args, **kwargs):
             state.check_patches(self)
+            check_caller()
             result = super().compile_animation_data(*args, **kwargs)
             t0 = time.perf_counter()
             try:
@@ -223,6 +236,7 @@ def _install(state: _State) -> None:
 
         def remove(self, *mobjects):
             state.check_patches(self)
+            check_caller()
             hooks.ERR_STREAM = quiet
             try:
                 return super().remove(*mobjects)
@@ -291,6 +305,7 @@ def _install(state: _State) -> None:
         t0 = time.perf_counter()
         try:
             state.baseline, state.watch = _baseline()
+            state.functions = _function_ids(state.baseline)
             state.log_pipeline = _LogPipeline()
         except Exception as exc:  # noqa: BLE001 - no baseline, no trust: the sample is audited separately
             state.flag(f"guard_error:{type(exc).__name__}")
@@ -298,6 +313,13 @@ def _install(state: _State) -> None:
 
     def get_module(file_name):
         """manim's own loader (its frames unchanged), with the injection of :class:`InjectingLoader`."""
+        if state.baseline_asked:
+            # manim loads the script once; a later call runs from the script's own code (module_ops.get_module is
+            # reachable), and a file of its choosing would become the "script" every script-code guard compares
+            # code against (red team: a standard-library file loaded by path turned the script's own per-frame
+            # rate_func into library code). Loaded as a plain render loads it, and never shared
+            state.flag("module_loader:again")
+            return real_get_module(file_name)
         take_baseline()
         if str(file_name) == "-" or not file_name.exists() or file_name.suffix != ".py":
             state.flag("module_loader")
@@ -308,6 +330,10 @@ def _install(state: _State) -> None:
         target[:] = [file_name]
         module = real_get_module(file_name)
         target.clear()
+        # a check before manim builds the scene (red team: a module-level patch of what the render's file writer
+        # runs in Scene.__init__ -- the audit-only run's writer differs -- restored itself at its first call, before
+        # the first play's check)
+        state.check_patches()
         # the scenes the reference audit would render (spatial_audit.md §3 step 5): every top-level class of a
         # Scene subclass, in source order, duplicates included
         t0 = time.perf_counter()
@@ -330,6 +356,21 @@ def _install(state: _State) -> None:
         return module
 
     module_ops.get_module = get_module
+
+    # an attribute that lives in no namespace -- a function's __code__, __defaults__ or __kwdefaults__, any object's
+    # __class__ -- set after the script started, by whatever route (red team: manim's Mobject.set under a lowercase
+    # alias with a computed name put a script object with a __bool__ into a library function's defaults, which no
+    # namespace watch sees): CPython audits exactly these assignments
+    def audit_hook(event, args):
+        try:
+            if event == "object.__setattr__" and state.baseline_asked and args[1] in AUDITED_SETATTR:
+                # a function of the libraries' table (namedtuple sets the __defaults__ of the __new__ it just made)
+                if args[1] == "__class__" or id(args[0]) in state.functions:
+                    state.flag(f"script_patch:{_TYPE_NAME(type(args[0]))}.{args[1]}")
+        except Exception:  # noqa: BLE001 - an audit hook that raises would abort the script's operation
+            pass
+
+    sys.addaudithook(audit_hook)
 
     # a failed render: the exception manim prints is examined (may the audit take the render's snapshots, and is
     # it one the audit would raise at the same point?) and the observers' own pass-through frames are unlinked
@@ -470,35 +511,82 @@ def _for_a_hidden_progress_bar(progress_code, depth: int = 32) -> bool:
 SCENE_ENTRY_POINTS = frozenset({"__init__", "construct", "setup", "tear_down"})  # run once, outside any play
 
 
+def _function_ids(table: dict) -> set:
+    """The ids of the plain functions a library table binds -- module functions, methods, and the functions of its
+    static and class methods and properties -- all kept alive by the table."""
+    import types
+
+    out = set()
+    for value in table.values():
+        t = type(value)
+        if t is staticmethod or t is classmethod:
+            value, t = value.__func__, type(value.__func__)
+        if t is property:
+            out.update(id(f) for f in (value.fget, value.fset, value.fdel) if type(f) is types.FunctionType)
+        elif t is types.FunctionType:
+            out.add(id(value))
+    return out
+
+
+def _method_name(method) -> str:
+    """The name a method of an ``.animate`` chain was defined under: its code's, not its ``__name__`` (red team:
+    ``__name__`` is writable -- manim's ``Mobject.set`` under a lowercase alias renamed ``become`` to ``shift``, which
+    then passed as a pure method); ``?`` for anything but a bound plain function (a script callable object)."""
+    import types
+
+    if type(method) is types.MethodType and type(method.__func__) is types.FunctionType:
+        return method.__func__.__code__.co_name
+    return "?"
+
+
+def _render_callee(render_code, depth: int = 512) -> str | None:
+    """The name of the function manim's ``Scene.render`` (``render_code``) called that led to this call
+    (``construct``, ``setup``, ``tear_down``, or what it calls after them: ``scene_finished``), None when this call
+    does not come from a render."""
+    below, frame = None, sys._getframe(1)
+    while frame is not None and depth > 0:
+        if frame.f_code is render_code:
+            return below.f_code.co_name if below is not None else None
+        below, frame, depth = frame, frame.f_back, depth - 1
+    return None
+
+
 def _is_script_code(code, code_file) -> bool:
     return code_file is not None and getattr(code, "co_filename", None) == code_file
 
 
 def _script_callable(value, code_file, depth: int = 0) -> bool:
-    """Whether calling ``value`` may run script code (a script function, or a callable built around one)."""
-    if depth > 6 or value is None or isinstance(value, (int, float, complex, str, bytes, bool)):
+    """Whether calling ``value`` may run script code (a script function, or a callable built around one). Exact
+    types only, and an object's class before anything is read from the object (red team: a script subclass of
+    ``functools.partial`` whose ``func`` is a script descriptor ran script code in the check itself)."""
+    t = type(value)
+    if depth > 6 or value is None or t in _PLAIN:
         return False
     import functools
     import types
 
-    if isinstance(value, types.MethodType):
+    if t is types.MethodType:
         return _script_callable(value.__func__, code_file, depth + 1) or _script_class(type(value.__self__),
                                                                                        code_file)
-    if isinstance(value, types.FunctionType):
+    if t is types.FunctionType:
         if _is_script_code(value.__code__, code_file):
             return True
         cells = [c.cell_contents for c in (value.__closure__ or ()) if _cell_set(c)]
         extra = [*(value.__defaults__ or ()), *((value.__kwdefaults__ or {}).values())]
         return any(_script_callable(v, code_file, depth + 1) for v in (*cells, *extra) if callable(v))
+    if isinstance(value, type):
+        return _script_class(value, code_file) or _script_class(t, code_file)
+    if _script_class(t, code_file):
+        return True
+    # (from here its class, a subclass included, holds no script code: reading the object runs none)
     if isinstance(value, functools.partial):
         parts = (value.func, *value.args, *value.keywords.values())
         return any(_script_callable(v, code_file, depth + 1) for v in parts if callable(v))
-    pyfunc = value.__dict__.get("pyfunc") if hasattr(value, "__dict__") else None  # numpy.vectorize
-    if pyfunc is not None and _script_callable(pyfunc, code_file, depth + 1):
-        return True
-    if isinstance(value, type):
-        return _script_class(value, code_file)
-    return _script_class(type(value), code_file)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.vectorize):
+        pyfunc = vars(value).get("pyfunc")
+        return pyfunc is not None and _script_callable(pyfunc, code_file, depth + 1)
+    return False
 
 
 def _cell_set(cell) -> bool:
@@ -509,14 +597,63 @@ def _cell_set(cell) -> bool:
     return True
 
 
-def _script_class(cls, code_file) -> bool:
-    """A class with a function written in the script anywhere in its MRO."""
-    for klass in getattr(cls, "__mro__", ()):
-        for attr in vars(klass).values():
-            func = getattr(attr, "__func__", attr)
-            if _is_script_code(getattr(func, "__code__", None), code_file):
-                return True
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_NAMESPACE = type.__dict__["__dict__"].__get__
+_TYPE_FLAGS = type.__dict__["__flags__"].__get__
+_TYPE_NAME = type.__dict__["__name__"].__get__
+AUDITED_SETATTR = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__class__"})
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (a static C type holds no Python code)
+
+
+def _namespaces(cls) -> list:
+    """The namespaces of ``cls``'s MRO and then of its metaclass's, read through ``type``'s own descriptors, never by
+    an attribute lookup on the class (red team: ``cls.__mro__`` or ``vars(cls)`` runs a script metaclass's
+    ``__getattribute__`` -- script code the check itself ran at every play, in the one-pass render only, which
+    counted the checks into a position; its made-up ``__mro__`` hid the class's methods)."""
+    if not isinstance(cls, type):
+        return []
+    meta = type(cls)
+    classes = _TYPE_MRO(cls) if meta is type else (*_TYPE_MRO(cls), *_TYPE_MRO(meta))
+    return [_TYPE_NAMESPACE(k) for k in classes if _TYPE_FLAGS(k) & _HEAP_TYPE]  # (a static type runs no Python)
+
+
+def _functions(attr) -> list:
+    """The plain functions a class attribute runs, found without any attribute lookup on it (which could run script
+    code): a function, the function of a static or class method, a property's accessors; for any other object, the
+    functions its class's namespaces hold (a descriptor's ``__get__``, a callable's ``__call__``)."""
+    t = type(attr)
+    if t is _FUNCTION:
+        return [attr]
+    if t is staticmethod or t is classmethod:
+        attr, t = attr.__func__, type(attr.__func__)
+        if t is _FUNCTION:
+            return [attr]
+    elif t is property:
+        return [f for f in (attr.fget, attr.fset, attr.fdel) if type(f) is _FUNCTION]
+    if not _TYPE_FLAGS(t) & _HEAP_TYPE:
+        return []
+    return [v for ns in _namespaces(t) for v in ns.values() if type(v) is _FUNCTION]
+
+
+_FUNCTION = type(_functions)
+_WRAPPERS = (staticmethod, classmethod, property)
+
+
+def _runs_script(attr, code_file) -> bool:
+    """Whether a class attribute runs a function of the script (:func:`_functions`; a plain function in one step)."""
+    t = type(attr)
+    if t is _FUNCTION:
+        return attr.__code__.co_filename == code_file
+    if t in _WRAPPERS or _TYPE_FLAGS(t) & _HEAP_TYPE:
+        return any(f.__code__.co_filename == code_file for f in _functions(attr))
     return False
+
+
+def _script_class(cls, code_file) -> bool:
+    """A class with a function written in the script anywhere in its MRO or its metaclass's."""
+    if code_file is None:
+        return False
+    return any(_runs_script(attr, code_file) for ns in _namespaces(cls) for attr in list(ns.values()))
 
 
 _LIBRARY_NAMES: frozenset | None = None  # every attribute name a class of the watched libraries defines
@@ -542,15 +679,14 @@ def _script_methods(cls, code_file) -> list[str]:
         return ["<unknown script>"]
     names = _library_names()
     out = []
-    for klass in cls.__mro__:  # a script mixin's methods too (`class Sq(Mixin, Square)`)
-        for name, attr in vars(klass).items():
+    # a script mixin's methods too (`class Sq(Mixin, Square)`), and a script metaclass's (`__getattribute__`,
+    # `__instancecheck__`: library code and the check itself look attributes up on the class)
+    for ns in _namespaces(cls):
+        for name, attr in list(ns.items()):
             # (manim's Mobject.__init_subclass__ keeps the class's own __init__ as _original__init__)
             if name in ("__init__", "_original__init__") or name in out or not (name in names or name.startswith("__")):
                 continue
-            funcs = [getattr(attr, "__func__", attr)]
-            if isinstance(attr, property):
-                funcs = [attr.fget, attr.fset, attr.fdel]
-            if any(_is_script_code(getattr(f, "__code__", None), code_file) for f in funcs):
+            if _runs_script(attr, code_file):
                 out.append(name)
     return out
 
@@ -576,14 +712,14 @@ def _script_code_reasons(anim, code_file, mobject_cls) -> list[str]:
 
 def _script_overrides(scene_cls, original_scene, code_file) -> list[str]:
     out = []
-    for klass in scene_cls.__mro__:
+    for klass in _TYPE_MRO(scene_cls):
         if klass is original_scene:
             break
-        for name, attr in vars(klass).items():
-            func = getattr(attr, "__func__", attr)
-            if (name not in SCENE_ENTRY_POINTS and hasattr(original_scene, name)
-                    and _is_script_code(getattr(func, "__code__", None), code_file)):
+        for name, attr in list(_TYPE_NAMESPACE(klass).items()):
+            if name not in SCENE_ENTRY_POINTS and hasattr(original_scene, name) and _runs_script(attr, code_file):
                 out.append(name)
+    if type(scene_cls) is not type and _script_class(type(scene_cls), code_file):
+        out.append("<metaclass>")  # its hooks run wherever the scene class is looked at
     return out
 
 
@@ -633,13 +769,13 @@ def _library_callables() -> dict:
 class _ModulePart:
     """One watched module's share of the table (``_library_callables``' entries for it, in the same order), with
     what is needed to tell whether it is still current: the module object, a copy of its namespace and of the
-    namespace of every class it defines, the live views of those namespaces for :class:`_Watch`, and -- where
-    :data:`_VERSIONS` works -- the version tags those namespaces had when they were read."""
+    namespace of every class it defines (``classes``: class, live namespace, copy), and -- where
+    :data:`_VERSIONS` works -- live views of those namespaces' version tags and the tags they had when read."""
 
-    __slots__ = ("mod", "ns", "snap", "classes", "entries", "groups", "dicts", "views", "tags")
+    __slots__ = ("mod", "ns", "snap", "classes", "entries", "dicts", "views", "tags")
 
     def __init__(self, mod_name: str, mod):
-        self.mod, self.entries, self.classes, self.groups, self.dicts, self.views, self.tags = mod, {}, [], [], [], [], ()
+        self.mod, self.entries, self.classes, self.dicts, self.views, self.tags = mod, {}, [], [], [], ()
         try:
             self.ns = vars(mod)
         except TypeError:  # no namespace: contributes nothing (and is scanned again whenever asked)
@@ -654,12 +790,9 @@ class _ModulePart:
             tags = [self.views[-1].value]
         items = list(self.ns.items())
         self.snap = dict(items)
-        watch = []  # (the namespace's bound get, made once per namespace, name, value): grouped below
-        get = self.ns.get
         for name, value in items:
             if callable(value) or hasattr(value, "__get__"):
                 self.entries[(mod_name, "", name)] = value
-                watch.append((get, name, value))
             if isinstance(value, type) and getattr(value, "__module__", None) == mod_name:
                 cns = vars(value)
                 if versions is not None:
@@ -667,17 +800,21 @@ class _ModulePart:
                     if versions is not None:
                         tags.append(self.views[-1].value)
                 members = list(cns.items())
-                self.classes.append((cns, dict(members)))
-                cget = cns.get
+                self.classes.append((value, cns, dict(members)))
                 for attr, member in members:
                     if callable(member) or hasattr(member, "__get__"):
                         self.entries[(mod_name, value.__qualname__, attr)] = member
-                        watch.append((cget, attr, member))
         if versions is not None:
-            self.tags = tuple(tags)  # the watch compares these; the groups are for the entry-by-entry one
+            self.tags = tuple(tags)
         else:
-            self.dicts, self.views = [], []
-            self.groups = _groups(watch)
+            self.dicts, self.views = [], []  # an untagged part: the watch compares it name by name
+
+    def namespaces(self) -> list:
+        """``(live namespace, copy)`` of the module and of each class it defines (compared name by name where there
+        are no tags)."""
+        if self.snap is None:
+            return []
+        return [(self.ns, self.snap), *[(cns, snap) for _, cns, snap in self.classes]]
 
     def _tag(self, versions: "_DictVersions", ns):
         """Add ``ns``'s dict and its tag view; None (no tags for this part: compared entry by entry) where the
@@ -699,7 +836,7 @@ class _ModulePart:
             return False
         if self.tags:
             return _DictVersions.same(self.views, self.tags)
-        return _same(self.ns, self.snap) and all(_same(cns, snap) for cns, snap in self.classes)
+        return all(_same(ns, snap) for ns, snap in self.namespaces())
 
 
 def _same(ns, snap: dict) -> bool:
@@ -827,95 +964,42 @@ def warm() -> None:
 
 def _baseline() -> tuple[dict, "_Watch"]:
     """The libraries' callables as they stand now, and their watch (the server's table brought up to date, or a
-    full scan where there is none)."""
-    if _TABLE is not None:
-        return _TABLE.current()
-    table = _library_callables()
-    return table, _Watch.of(table)
+    table of a full scan where there is none: the check always has the namespaces' copies to compare)."""
+    return (_TABLE if _TABLE is not None else _Table()).current()
 
 
 class _Watch:
-    """Live views of the baseline's namespaces: ``changed()`` is true whenever ``_patched`` could find something
-    (a baseline entry no longer bound to the same object, or a watched class whose namespace changed), in a
-    few milliseconds instead of rebuilding the whole table at every play. Over the table's parts (:meth:`over`)
-    it also keeps them, so that a check compares only the modules that differ (:func:`_patched_since`), and
-    with version tags it compares one tag per namespace (any change to a namespace, also of a name the
-    comparison would not look at, makes it true: the check then finds what, if anything, matters)."""
+    """Live views of the baseline's namespaces: ``changed()`` is true whenever :func:`_patched_since` could find
+    something (any name of a watched module or class bound to another object, added or deleted), in well under a
+    millisecond instead of rebuilding the whole table at every play. It keeps the table's parts, so that a check
+    compares only the modules that differ. With version tags it compares one tag per namespace (any change to a
+    namespace makes it true: the check then finds what, if anything, matters); a part without tags (another
+    interpreter, or a namespace that is no dict) is compared name by name with its copy (the same findings,
+    slower)."""
 
-    def __init__(self, groups: list, class_namespaces: list, parts: dict | None = None, views: list | None = None,
-                 tags: tuple = ()):
-        # (a live namespace's get, names, the objects bound to them in the baseline), one run per namespace, so
-        # that changed() compares them in C (map/operator.is_) instead of one Python-level step per entry
-        self.groups = groups
-        # every watched class's whole namespace (not only its size: deleting a constant and binding an inherited
-        # method in the same gap keeps the size -- a red-team case the size test missed)
-        self.classes = [(ns, dict(ns)) for ns in class_namespaces]
-        self.parts = parts  # module name -> _ModulePart of the baseline (None: a full scan's watch)
+    def __init__(self, parts: dict, views: list | None = None, tags: tuple = ()):
+        self.parts = parts  # module name -> _ModulePart of the baseline
         self.views = views  # with version tags: the parts' tag views (their dicts are held by the parts) ...
-        self.tags = tags  # ... and the tags they had; then groups and classes are not needed (empty)
+        self.tags = tags  # ... and the tags they had
+        # the parts without tags (all of them where tags are not proven): every namespace, not only its callables
+        # and not only its size (red team: deleting a constant and binding an inherited method in the same gap keeps
+        # a class's size; a module's data is rebound to a script object -- `mobject.it = Chain()` -- without
+        # touching a callable)
+        self.namespaces = [n for p in parts.values() if not p.tags for n in p.namespaces()]
 
     @classmethod
     def over(cls, parts: dict) -> "_Watch":
         parts = dict(parts)
         values = parts.values()
         if _VERSIONS is None:
-            return cls([g for p in values for g in p.groups], [cns for p in values for cns, _ in p.classes], parts)
-        # the tags of every part that has them, and the entry-by-entry comparison of the few that do not
-        untagged = [p for p in values if not p.tags and p.snap is not None]
-        return cls([g for p in untagged for g in p.groups], [cns for p in untagged for cns, _ in p.classes], parts,
-                   [v for p in values for v in p.views], tuple(t for p in values for t in p.tags))
-
-    @classmethod
-    def of(cls, baseline: dict) -> "_Watch":
-        modules = {k[0]: sys.modules.get(k[0]) for k in baseline}
-        entries = []
-        classes = {}
-        getters: dict = {}  # one bound get per namespace, so that entries of a namespace form one group
-        for (mod_name, qualname, name), value in baseline.items():
-            mod = modules.get(mod_name)
-            if mod is None:
-                continue
-            if not qualname:
-                entries.append((getters.setdefault(("", mod_name), vars(mod).get), name, value))
-                continue
-            klass = classes.get((mod_name, qualname))
-            if klass is None:
-                klass = _resolve(mod, qualname)
-                if klass is None:
-                    continue
-                classes[(mod_name, qualname)] = klass
-            entries.append((getters.setdefault((mod_name, qualname), vars(klass).get), name, value))
-        return cls(_groups(entries), [vars(c) for c in classes.values()])
+            return cls(parts)
+        # the tags of every part that has them, and the name-by-name comparison of the few that do not
+        return cls(parts, [v for p in values for v in p.views], tuple(t for p in values for t in p.tags))
 
     def changed(self) -> bool:
         if self.views is not None and not _DictVersions.same(self.views, self.tags):
             return True
-        missing = itertools.repeat(_MISSING)
-        is_ = operator.is_
-        for get, names, values in self.groups:
-            if not all(map(is_, map(get, names, missing), values)):
-                return True
-        return not all(_same(ns, snap) for ns, snap in self.classes)
-
-
-def _groups(entries: list) -> list:
-    """``(get, name, value)`` entries as ``(get, names, values)`` runs of the same namespace's ``get``."""
-    groups: list = []
-    for get, name, value in entries:
-        if not groups or groups[-1][0] is not get:
-            groups.append((get, [], []))
-        groups[-1][1].append(name)
-        groups[-1][2].append(value)
-    return [(get, tuple(names), tuple(values)) for get, names, values in groups]
-
-
-def _resolve(mod, qualname: str):
-    obj = mod
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj if isinstance(obj, type) else None
+        return not all(_same(ns, snap) for ns, snap in self.namespaces)
 
 
 def _instance_patches(scene, code_file=None) -> list[str]:
@@ -1058,11 +1142,12 @@ def _set_default(old, value) -> bool:
     return False
 
 
-def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch: "_Watch") -> list[str]:
-    """``_patched(baseline, now)``, comparing only the modules whose table part is not the very same object in both
-    (a part is never changed once built: the table replaces the part of a module that changed). The other modules'
-    entries are the same objects on both sides, so they can add nothing: not a rebinding, not a new name on a
-    baseline class (its module's part would differ), not a deletion."""
+def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch: "_Watch",
+                   code_file: str | None = None) -> list[str]:
+    """``_patched(baseline, now)`` and :func:`_rebound_data`, comparing only the modules whose table part is not
+    the very same object in both (a part is never changed once built: the table replaces the part of a module
+    that changed). The other modules' namespaces are the same objects on both sides, so they can add nothing: not
+    a rebinding, not a new name on a baseline class (its module's part would differ), not a deletion."""
     old_parts = getattr(base_watch, "parts", None)
     new_parts = watch.parts
     if old_parts is None or new_parts is None:
@@ -1070,7 +1155,103 @@ def _patched_since(baseline: dict, base_watch: "_Watch | None", now: dict, watch
     names = {n for n in old_parts.keys() | new_parts.keys() if old_parts.get(n) is not new_parts.get(n)}
     before = {k: v for n in names if n in old_parts for k, v in old_parts[n].entries.items()}
     after = {k: v for n in names if n in new_parts for k, v in new_parts[n].entries.items()}
-    return _patched(before, after)
+    found = set(_patched(before, after))
+    for n in names & old_parts.keys() & new_parts.keys():
+        found.update(_rebound_data(n, old_parts[n], new_parts[n], code_file))
+    return sorted(found)[:5]
+
+
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _plain(value, depth: int = 0) -> bool:
+    """Data through which library code cannot reach the script: None, numbers, strings (exact types, not a
+    script's subclass with its own ``__mul__``), numpy's own numeric scalars and arrays, and exact tuples, lists,
+    sets and dicts of those."""
+    t = type(value)
+    if t in _PLAIN:
+        return True
+    if depth < 3 and t in (tuple, list, set, frozenset) and len(value) <= 1024:
+        return all(_plain(v, depth + 1) for v in value)
+    if depth < 3 and t is dict and len(value) <= 1024:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    np = sys.modules.get("numpy")
+    if np is not None and getattr(t, "__module__", None) == "numpy":
+        if t is np.ndarray:
+            return not value.dtype.hasobject
+        return isinstance(value, np.generic) and not isinstance(value, np.object_)
+    return False
+
+
+def _library_module(value) -> bool:
+    """A watched library's module as imported (not a module object a script made and filled itself)."""
+    import types
+
+    if not isinstance(value, types.ModuleType):
+        return False
+    return any(m is value and _watched(name, m) for name, m in list(sys.modules.items()))
+
+
+def _rebound_data(mod_name: str, old: "_ModulePart", new: "_ModulePart", code_file: str | None = None) -> list[str]:
+    """Names of a module, or of a class it defines, bound since ``old`` -- rebound, or new -- to a value through
+    which library code could reach the script (:func:`_reaches_script`; red team: ``_patched`` compares callables
+    only, but library code also calls *through* data and through names it looks up: ``manim.mobject.mobject.it =
+    Chain()``, a script object whose ``chain`` ``get_family`` calls at every frame; ``mobject.len = counted``, a new
+    module global that shadows the builtin; a class's data attribute set to a script number with its own
+    ``__mul__``). Library objects a library binds lazily (tqdm's lock and monitor thread on its class) are not
+    findings. A callable rebound in place of a callable is ``_patched``'s to judge (``set_default``); the render's
+    own instruments are accepted. Data deleted is not a finding (library code then fails, in both executions
+    alike). ``code_file`` None (the script unknown): any value but plain data is a finding."""
+    if old.snap is None or new.snap is None:
+        return []
+    out = []
+    pairs = [(mod_name, "", old.snap, new.snap)]
+    old_classes = {id(k): snap for k, _, snap in old.classes}
+    for klass, _, snap in new.classes:
+        if id(klass) in old_classes:  # (a class newly bound here is the module's own rebinding, found above)
+            pairs.append((mod_name, klass.__qualname__, old_classes[id(klass)], snap))
+    for module, qualname, before, after in pairs:
+        for name, value in after.items():
+            prior = before.get(name, _MISSING)
+            if prior is value or _plain(value) or _ours(value) or _library_module(value):
+                continue
+            key = (module, qualname, name)
+            if prior is not _MISSING and key in old.entries and key in new.entries:
+                continue
+            if code_file is None or _reaches_script(value, code_file):
+                out.append(".".join(p for p in key if p))
+    return out
+
+
+def _reaches_script(value, code_file, depth: int = 0) -> bool:
+    """Whether library code using ``value`` may run script code or act on the script's objects: a script callable
+    or an instance of a class with script code (:func:`_script_callable`), a builtin container's method
+    (``calls.append``), or a container or an object holding one (a library ``Square`` with a script
+    function as an attribute, a namedtuple of one). Its class is judged before the object is read."""
+    import types
+
+    t = type(value)
+    if t in _PLAIN:
+        return False
+    if _script_callable(value, code_file):
+        return True
+    if t is types.BuiltinMethodType:  # a container's method (`calls.append`): acts on what the script reads
+        import collections
+
+        owner = type(value.__self__)
+        return issubclass(owner, (list, dict, set, bytearray, collections.deque)) or _script_class(owner, code_file)
+    if depth >= 2 or isinstance(value, type):
+        return False
+    if isinstance(value, (tuple, list, set, frozenset)):
+        items = list(value)[:256]
+    elif isinstance(value, dict):
+        items = [*list(value)[:256], *list(value.values())[:256]]
+    else:
+        try:
+            items = list(vars(value).values())[:256]
+        except TypeError:  # no instance namespace
+            return False
+    return any(_reaches_script(v, code_file, depth + 1) for v in items)
 
 
 def _patched(baseline: dict, now: dict | None = None) -> list[str]:

@@ -77,7 +77,30 @@ REACH_ATTRS = frozenset({
 # ``functools._lru_cache_wrapper``, ``re._compiler``, ...) are internals no scene needs
 STDLIB_SAFE = SAFE_IMPORTS - {"manim", "numpy"}
 STRING_ACCESS = frozenset({"attrgetter", "methodcaller", "format_map", "Formatter", "get_type_hints", "ForwardRef",
-                           "get_annotations", "getclosurevars"})
+                           "get_annotations", "getclosurevars",
+                           # red team: functools copies attributes named by strings, dunders included, between any
+                           # two objects -- `update_wrapper(lib_function, f, assigned=("__code__",))` rewrote a
+                           # manim function in place (no namespace changes: the patch check cannot see it),
+                           # `updated=("__globals__",)` copied a module's globals (the observer's, through the
+                           # hooked Scene's methods) into the script's, `wraps(shift)(become)` renamed a method
+                           "update_wrapper", "wraps"})
+# Library state that runs script code or depends on the frame times without any binding the patch check sees (red
+# team): numpy's floating-point error hooks -- `seterrcall(f)` with `seterr(all="call")` runs `f` at every frame whose
+# interpolation or camera arithmetic under- or overflows, "raise" fails at the frames one frame rate meets --, the
+# warning recorders that count such warnings, and raw memory views (`as_strided` reads and writes past an array:
+# any object, a namespace's version tag included)
+STATE_HOOKS = frozenset({"seterr", "seterrcall", "errstate", "suppress_warnings", "assert_warns", "catch_warnings",
+                         "clear_and_catch_warnings", "as_strided", "DummyArray", "byte_bounds",
+                         # copy's reducer registry (`copy.dispatch_table[ManimColor] = f`): the render copies
+                         # mobjects with deepcopy, the audit-only run with its own copier (audit/fastcopy.py)
+                         "dispatch_table"})
+# setattr by a name the AST need not show: manim's `Mobject.set(self, **kwargs)` called unbound on any object
+# (`Mobject.set(f, **{computed: v})` reaches a library function's `__defaults__` or a module's `__class__`), and
+# copy's protocol, which sets the state a script's `__reduce__` returns on the object it names
+COPY_PROTOCOL = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__", "__deepcopy__"})
+# a dunder spelled as a string or a keyword: what `setattr`-like calls (`Mobject.set(f, __defaults__=...)`, a
+# `**{"__code__": ...}`) and functools' attribute lists reach, which the attribute rule refuses as `x.__name__`
+_DUNDER = re.compile(r"__\w+__")
 
 
 def _format_reads_attributes(template: str) -> bool:
@@ -161,6 +184,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                     add(f"module_attr:{alias.name}")
                 elif alias.name in STRING_ACCESS or alias.name in FRAME_ATTRS or alias.name in REACH_ATTRS:
                     add(f"string_access:{alias.name}")
+                elif alias.name in STATE_HOOKS:
+                    add(f"library_state:{alias.name}")
                 if alias.name.startswith("__") or (alias.asname not in (None, alias.name)
                                                    and (alias.name in FLAG_NAMES or alias.name in FLAG_ATTRS)):
                     # the name or attribute rule, which an alias would escape (red team: `from manim import config
@@ -178,7 +203,7 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add(f"attr:{node.attr}")
             if node.attr == "remove" and id(node) not in remove_funcs:
                 add("remove_result_used")  # the hooked remove returns None (Q-SPATIAL-8)
-        elif isinstance(node, ast.keyword) and node.arg in FLAG_KEYWORDS:
+        elif isinstance(node, ast.keyword) and (node.arg in FLAG_KEYWORDS or _DUNDER.fullmatch(node.arg or "")):
             add(f"keyword:{node.arg}")
         elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             add("try")  # a caught exception can hide a shim's divergence
@@ -201,6 +226,12 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         if (isinstance(node, ast.Name) and node.id in STRING_ACCESS) or (
                 isinstance(node, ast.Attribute) and node.attr in STRING_ACCESS):
             add(f"string_access:{node.id if isinstance(node, ast.Name) else node.attr}")
+        elif (isinstance(node, ast.Name) and node.id in STATE_HOOKS) or (
+                isinstance(node, ast.Attribute) and node.attr in STATE_HOOKS):
+            add(f"library_state:{node.id if isinstance(node, ast.Name) else node.attr}")
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and _DUNDER.fullmatch(node.value)
+                and node.value != "__main__"):  # (a module's name, compared in the decided `__main__` block)
+            add("string:dunder")
         elif isinstance(node, ast.Attribute) and node.attr == "format":
             template = node.value
             if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
@@ -209,6 +240,11 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("string_access:format_field")
     for reason in _injected_set_reasons(tree):
         add(reason)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in COPY_PROTOCOL:
+            add(f"copy_protocol:{node.name}")
+        elif isinstance(node, ast.Attribute) and node.attr == "set" and _a_class(node.value):
+            add("unbound_set")
     for annotation in _annotations(tree):
         if any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(annotation)):
             add("string_annotation")  # typing.get_type_hints / functools.singledispatch evaluate it
@@ -216,6 +252,16 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         add(reason)
     return reasons
 
+
+
+def _a_class(node: ast.AST) -> bool:
+    """Whether an expression names a class rather than an instance: a capitalised name (``Mobject``, a script's
+    ``Card``) or ``type(x)``."""
+    if isinstance(node, ast.Name):
+        return node.id[:1].isupper()
+    if isinstance(node, ast.Attribute):  # manim.Mobject, mobject_module.Mobject
+        return node.attr[:1].isupper()
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -444,6 +444,26 @@ def test_static_rule():
         "import typing\nv = typing._eval_type(typing.Optional['(lambda: 42)()'], {}, {})": "private:typing._eval_type",
         "import typing as t\nr = t.get_args(t.Optional['x'])[0]._evaluate({}, {}, frozenset())": "attr:_evaluate",
         "from typing import _eval_type": "private:typing",
+        # red team: functools copies attributes named by strings (a library function's code rewritten in place, a
+        # module's globals copied into the script's), a dunder as a keyword or a string for setattr-like calls,
+        # numpy's error hooks (a script callback at every frame that under- or overflows) and raw memory views
+        "import functools\nfunctools.update_wrapper(Square.get_family, f, assigned=a, updated=())":
+            "string_access:update_wrapper",
+        "from functools import wraps\nwraps(Mobject.shift)(Mobject.become)": "string_access:wraps",
+        "Mobject.set(Square.get_family, __defaults__=(b,))": "keyword:__defaults__",
+        "Mobject.set(Square.get_family, **{'__defaults__': (b,)})": "string:dunder",
+        "a = ('__code__',)": "string:dunder",
+        "np.seterrcall(f)\nnp.seterr(all='call')": "library_state:seterrcall",
+        "with np.errstate(under='raise'):\n    pass": "library_state:errstate",
+        "from numpy import seterr": "library_state:seterr",
+        "with np.testing.suppress_warnings() as s:\n    log = s.record(RuntimeWarning)": "library_state:suppress_warnings",
+        "v = np.lib.stride_tricks.as_strided(a, (9,), (8,))": "library_state:as_strided",
+        "from numpy.lib.stride_tricks import as_strided": "library_state:as_strided",
+        "import copy\ncopy.dispatch_table[ManimColor] = f": "library_state:dispatch_table",
+        # setattr by a computed name: manim's Mobject.set unbound, copy's protocol on a script class
+        "Mobject.set(np, **{'_' * 2 + 'class' + '_' * 2: M})": "unbound_set",
+        "s = type(sq).set": "unbound_set",
+        "class A:\n    def __reduce__(self):\n        return (f, (np,), (None, d))": "copy_protocol:__reduce__",
     }
     for code, reason in cases.items():
         assert reason in onepass.static_reasons(code), code
@@ -452,6 +472,7 @@ def test_static_rule():
     # ordinary forms stay eligible: numpy arrays, literal templates without field access, real annotations
     assert onepass.static_reasons("a = np.array([1, 2])\ns = '{:.2f} {}'.format(x, y)\n"
                                   "def f(x: int) -> list:\n    return [x]") == []
+    assert onepass.static_reasons("sq.set(color=RED)\nself.set(x=1)\nVGroup(a, b).set(color=RED)") == []
 
 
 def test_plan_reasons_switch_profile_backend_and_images():

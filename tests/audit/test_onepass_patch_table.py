@@ -146,6 +146,139 @@ def test_a_class_change_that_keeps_its_size_is_seen(manim_modules, monkeypatch, 
     assert state.reasons == ["script_patch:manim.mobject.geometry.polygram.Square.get_family"]
 
 
+def test_data_a_library_calls_through_is_watched_too(manim_modules, monkeypatch, watch_kind):
+    """Red team: the check compared callables only, so a module's or a class's *data* rebound to a script object
+    passed (accepted, the baseline re-taken with it): ``manim.mobject.mobject.it = Chain()`` (``get_family`` calls
+    ``it.chain`` at every frame of the render's camera), a new module global shadowing a builtin
+    (``mobject.len = counted``: the module's functions find it before the builtin), a class's data attribute set
+    to a script number. Plain data stays an accepted difference."""
+    import collections
+    import itertools
+    import threading
+
+    import numpy as np
+    from manim.mobject import mobject as mobject_module
+
+    manim, polygram, bezier = manim_modules
+    monkeypatch.setattr(oc, "_TABLE", oc._Table())
+    calls = []
+
+    class Chain:
+        def chain(self, *families):
+            calls.append(len(families))
+            return itertools.chain(*families)
+
+    class Number(float):
+        def __mul__(self, other):
+            calls.append(other)
+            return float(self) * other
+
+    def counted(x):
+        calls.append(x)
+        return len(x)
+
+    def reasons(change) -> list[str]:
+        # (this file is "the script": Chain, Number and counted are script code)
+        state = oc._State({"side_file": None, "seal": None, "scene": "S", "audit_cfg": {}, "code_file": __file__})
+        state.baseline, state.watch = oc._baseline()
+        with monkeypatch.context() as m:
+            change(m)
+            state.check_patches()
+            if change is not plain:
+                manim.VGroup(manim.Square()).get_family()  # the patch is live: what the camera calls runs it
+        return state.reasons
+
+    def plain(m):
+        m.setattr(polygram.Square, "_a_constant", (1, "a", None), raising=False)
+        m.setattr(bezier, "_a_float", np.float64(2.0), raising=False)
+        m.setattr(bezier, "_an_array", np.zeros((2, 3)), raising=False)
+        m.setattr(bezier, "_a_module", np, raising=False)  # a library module as imported
+        # library objects a library binds lazily (tqdm's lock and monitor thread on its class)
+        m.setattr(polygram.Square, "_a_lock", threading.RLock(), raising=False)
+        m.setattr(bezier, "_a_square", manim.Square(), raising=False)
+
+    assert reasons(plain) == []
+    assert calls == []
+    assert reasons(lambda m: m.setattr(mobject_module, "it", Chain())) == [
+        "script_patch:manim.mobject.mobject.it"]
+    assert calls, "the rebound data was not live"
+    assert reasons(lambda m: m.setattr(mobject_module, "len", counted, raising=False)) == [
+        "script_patch:manim.mobject.mobject.len"]
+    assert reasons(lambda m: m.setattr(manim.VMobject, "sheen_factor", Number(0.0))) == [
+        "script_patch:manim.mobject.types.vectorized_mobject.VMobject.sheen_factor"]
+    assert "script_patch:manim.utils.bezier._box" in reasons(
+        lambda m: m.setattr(bezier, "_box", [Chain()], raising=False))  # a container of script objects
+    holder = manim.Square()
+    holder.chain = Chain().chain  # a library object holding script code
+    assert reasons(lambda m: m.setattr(mobject_module, "it", holder)) == ["script_patch:manim.mobject.mobject.it"]
+    assert reasons(lambda m: m.setattr(bezier, "_a_hook", calls.append, raising=False)) == [
+        "script_patch:manim.utils.bezier._a_hook"]  # a builtin method acting on the script's list
+    assert reasons(lambda m: m.setattr(bezier, "_a_hook", collections.deque().append, raising=False)) == [
+        "script_patch:manim.utils.bezier._a_hook"]
+
+
+def test_the_check_runs_no_script_code_and_sees_a_script_metaclass(tmp_path):
+    """Red team: the check looked at classes by attribute (``cls.__mro__``, ``vars(cls)``), which a script
+    metaclass's ``__getattribute__`` answers -- script code run by the check itself, at every play of the one-pass
+    render only, with a made-up MRO that hid the class's methods. Now read through ``type``'s own descriptors: no
+    script code runs, and the metaclass's methods count as the class's."""
+    import manim
+
+    code_file = str(tmp_path / "scene.py")
+    source = (
+        "calls = [0]\n"
+        "class Meta(type):\n"
+        "    def __getattribute__(cls, name):\n"
+        "        calls[0] += 1\n"
+        "        if name[2:-2] == 'mro':\n"
+        "            return (object,)\n"
+        "        if name[2:-2] == 'dict':\n"
+        "            return {}\n"
+        "        raise AttributeError(name)\n"
+        "class Tag(metaclass=Meta):\n"
+        "    pass\n")
+    ns: dict = {}
+    exec(compile(source, code_file, "exec"), ns)
+    scene = manim.Scene()
+    holder = manim.Dot()
+    holder.tag = ns["Tag"]()
+    scene.add(holder)
+    assert oc._instance_patches(scene, code_file) == ["Dot().tag:script_object"]
+    assert ns["calls"] == [0]
+    assert oc._script_methods(ns["Tag"], code_file) == ["__getattribute__"] and ns["calls"] == [0]
+
+
+def test_a_callable_is_judged_by_its_class_before_it_is_read(tmp_path):
+    """Red team: ``_script_callable`` read ``value.func`` from anything that was a ``functools.partial`` -- a script
+    subclass whose ``func`` is a script descriptor ran script code in the check itself (in the one-pass render
+    only) and answered with a library function. Its class is judged first; the subclass is script code."""
+    import functools
+
+    import manim
+
+    code_file = str(tmp_path / "scene.py")
+    source = (
+        "import functools\n"
+        "calls = [0]\n"
+        "class Func:\n"
+        "    def __get__(self, obj, owner=None):\n"
+        "        calls[0] += 1\n"
+        "        return abs\n"
+        "class P(functools.partial):\n"
+        "    func = Func()\n"
+        "def plain(t):\n"
+        "    return t\n")
+    ns: dict = {}
+    exec(compile(source, code_file, "exec"), ns)
+    assert oc._script_callable(ns["P"](manim.rate_functions.smooth), code_file)
+    assert ns["calls"] == [0]
+    # what it judged before is judged the same
+    assert oc._script_callable(functools.partial(ns["plain"], 1), code_file)
+    assert not oc._script_callable(functools.partial(manim.rate_functions.smooth), code_file)
+    assert oc._script_callable(manim.np.vectorize(ns["plain"]), code_file)
+    assert not oc._script_callable(manim.rate_functions.smooth, code_file)
+
+
 def test_comparing_only_the_changed_modules_finds_what_the_full_comparison_finds(manim_modules, monkeypatch, watch_kind):
     manim, polygram, bezier = manim_modules
     table = oc._Table()
@@ -330,6 +463,213 @@ class S(Scene):
         self.play(FadeIn(Square().shift(calls[0] * RIGHT)))
 '''
 
+# red team: library data rebound to a script object (no callable of the library touched): Mobject.get_family calls
+# `it.chain` at every frame of the render's camera, so the render's frames were counted into a position
+DATA_REBIND = '''from manim import *
+import itertools
+import manim.mobject.mobject as mm
+
+calls = [0]
+
+
+class Chain:
+    def chain(self, *families):
+        calls[0] += 1
+        return itertools.chain(*families)
+
+
+mm.it = Chain()
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
+'''
+
+# red team: a manim function rewritten in place -- functools copies attributes named by strings, so
+# `update_wrapper(Mobject.get_family, f, assigned=("__code__", "__defaults__"))` gave the library function the
+# script's code and defaults (no namespace changes: no patch check can see it), counting the camera's frames. The
+# static rule refuses functools' attribute copiers and dunder strings
+CODE_REWRITE = '''from manim import *
+import functools
+
+calls = [0]
+
+
+def get_family(self, recurse=True, calls=calls):
+    calls[0] += 1
+    return remove_list_redundancies([self] + list(it.chain(*[x.get_family() for x in self.submobjects])))
+
+
+functools.update_wrapper(Mobject.get_family, get_family, assigned=("__code__", "__defaults__"), updated=())
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
+'''
+
+# red team: manim's loader called again from the script with a file of its choosing (a standard-library module by
+# path) made that file the script every script-code guard compares against: the script's own per-frame rate_func
+# passed as library code and counted the render's frames
+SECOND_MODULE = '''from manim import *
+from manim.utils.module_ops import get_module
+import manim.utils.file_ops as fo
+
+calls = [0]
+
+
+def counted(t):
+    calls[0] += 1
+    return t
+
+
+class S(Scene):
+    def construct(self):
+        get_module(fo.Path("{path}"))
+        self.play(Create(Square(), rate_func=counted))
+        self.play(FadeIn(Square().shift(min(calls[0], 3000) * 0.001 * RIGHT)))
+'''
+
+# red team: a patch no check sees -- the file writer's combine_to_movie (which the render runs after construct and
+# the audit-only run does not) rebound at the end of construct to a script function that first restores it, then
+# plays once more, moving the overlapping square away: a clean last snapshot in the one-pass render only
+TAIL_PLAY = '''from manim import *
+
+
+class S(Scene):
+    def construct(self):
+        a = Square(side_length=3, fill_opacity=0.8, color=BLUE)
+        b = Square(side_length=3, fill_opacity=0.8, color=RED).shift(RIGHT * 0.5)
+        self.play(FadeIn(a), FadeIn(b))
+        real = SceneFileWriter.combine_to_movie
+        scene = self
+
+        def combine(writer):
+            SceneFileWriter.combine_to_movie = real
+            scene.play(b.animate.shift(RIGHT * 3.5))
+            return real(writer)
+
+        SceneFileWriter.combine_to_movie = combine
+'''
+
+# red team: script code run by the check itself -- a metaclass's __getattribute__ answers the check's look at a
+# class (`cls.__mro__`) with a made-up MRO that hides its methods, so it found nothing and ran the script's counter
+# at every play: the one-pass render's checks (none in the audit-only run) counted into a position
+META_HOOK = '''from manim import *
+
+calls = [0]
+
+
+class Meta(type):
+    def __getattribute__(cls, name):
+        calls[0] += 1
+        if name[2:-2] == "mro":
+            return (object,)
+        if name[2:-2] == "dict":
+            return {}
+        raise AttributeError(name)
+
+
+class Tag(metaclass=Meta):
+    pass
+
+
+class S(Scene):
+    def construct(self):
+        holder = Dot()
+        holder.tag = Tag()
+        self.add(holder)
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
+'''
+
+# red team: the check read `rate_func.func` from a script functools.partial subclass whose `func` is a script
+# descriptor: script code run by the check at every play (the one-pass render only), answering with manim's smooth
+PARTIAL_HOOK = '''from manim import *
+import functools
+
+calls = [0]
+
+
+class Func:
+    def __get__(self, obj, owner=None):
+        calls[0] += 1
+        return smooth
+
+
+class P(functools.partial):
+    func = Func()
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square(), rate_func=P(smooth)))
+        self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
+'''
+
+# red team: a library function's defaults replaced through manim's Mobject.set under a lowercase alias with a
+# computed name (no namespace changes, no static rule sees it): a script object's __bool__ in VMobject's defaults
+DEFAULTS_SET = '''from manim import *
+
+calls = [0]
+
+
+class Flag:
+    def __bool__(self):
+        calls[0] += 1
+        return False
+
+
+setter = Mobject
+setter.set(VMobject.get_stroke_rgbas, **{"_" * 2 + "defaults" + "_" * 2: (Flag(),)})
+
+
+class S(Scene):
+    def construct(self):
+        self.play(Create(Square()))
+        self.play(FadeIn(Square().shift(min(calls[0], 3) * 2 * RIGHT)))
+'''
+
+# red team: a module-level patch of what the render's file writer runs while manim builds the scene (before the
+# first play), restoring itself at its first call: the first play's check found the library as it was
+INIT_SPY = '''from manim import *
+
+calls = [0]
+real = SceneFileWriter.init_output_directories
+
+
+def spy(self, *args, **kwargs):
+    calls[0] += 1
+    SceneFileWriter.init_output_directories = real
+    return real(self, *args, **kwargs)
+
+
+SceneFileWriter.init_output_directories = spy
+
+
+class S(Scene):
+    def construct(self):
+        self.play(FadeIn(Square().shift(calls[0] * 2 * RIGHT)))
+'''
+
+# red team: a library method renamed (`__name__` is writable and no audit event reports it) through manim's
+# Mobject.set under a lowercase alias: `become` passed the .animate check as the pure `shift`
+RENAMED = '''from manim import *
+
+setter = Mobject
+setter.set(Mobject.become, **{"_" * 2 + "name" + "_" * 2: "shift"})
+
+
+class S(Scene):
+    def construct(self):
+        sq = Square()
+        self.add(sq)
+        self.play(sq.animate.become(Circle().shift(RIGHT)))
+'''
+
 # a script mobject class with only its constructor is not script code the render runs: still shared
 CARDS = '''from manim import *
 
@@ -374,11 +714,18 @@ class S(Scene):
 
 @pytest.mark.slow
 def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
+    import colorsys
+
     from prism_fast.audit import onepass
     from prism_fast.audit.config import AuditConfig
+    from prism_fast.audit.onepass_rule import static_reasons
+    from prism_fast.audit.tamper import static_evidence
     from prism_fast.execute.render import RenderConfig, prefork_worker
     from prism_fast.profile import REFERENCE
 
+    second = SECOND_MODULE.replace("{path}", colorsys.__file__)
+    for script in (DATA_REBIND, second, TAIL_PLAY, META_HOOK, PARTIAL_HOOK, DEFAULTS_SET, INIT_SPY, RENAMED):
+        assert static_reasons(script) == [] and static_evidence(script) == [], script  # only the run time sees it
     cfg = RenderConfig(timeout_s=60)
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
     try:
@@ -387,7 +734,11 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                 for name, script in (("module", MODULE_PATCH), ("late", LATE_PATCH), ("plain", PLAIN),
                                      ("readd", DELETE_READD), ("class", DELETE_CLASS), ("log", LOG_HANDLER),
                                      ("array", ARRAY_VIEW), ("cards", CARDS), ("groups", GROUPS),
-                                     ("path", PATH_PATCH))}
+                                     ("path", PATH_PATCH), ("data", DATA_REBIND),
+                                     ("code", CODE_REWRITE), ("second", second),
+                                     ("tail", TAIL_PLAY), ("meta", META_HOOK),
+                                     ("partial", PARTIAL_HOOK), ("defaults", DEFAULTS_SET),
+                                     ("init", INIT_SPY), ("renamed", RENAMED))}
     finally:
         worker.close()
     for name, cls in (("module", "Square"), ("late", "Circle")):
@@ -398,7 +749,7 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
                    for r in patched["onepass_reasons"]), patched["onepass_reasons"]
     for name, where in (("readd", "manim.camera.camera.extract_mobject_family_members"),
                         ("class", "manim.camera.camera.Camera"), ("log", "Logger(manim).handlers"),
-                        ("path", "pathlib.Path.with_suffix")):
+                        ("path", "pathlib.Path.with_suffix"), ("data", "manim.mobject.mobject.it")):
         patched = rows[name]
         assert patched["success"], patched.get("error")
         assert patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
@@ -406,6 +757,38 @@ def test_renders_keep_finding_patches_and_share_a_clean_script(tmp_path):
     patched = rows["array"]
     assert patched["success"] and patched["onepass"] in ("separate", "fallback"), patched.get("onepass_reasons")
     assert "script_patch:Square().points:script_object" in patched["onepass_reasons"], patched["onepass_reasons"]
+    hooked = rows["meta"]
+    assert hooked["success"], hooked.get("error")
+    assert hooked["onepass"] in ("separate", "fallback"), hooked.get("onepass_reasons")
+    assert "script_patch:Dot().tag:script_object" in hooked["onepass_reasons"], hooked["onepass_reasons"]
+    partial = rows["partial"]
+    assert partial["success"], partial.get("error")
+    assert partial["onepass"] in ("separate", "fallback"), partial.get("onepass_reasons")
+    assert "script_callable:rate_func" in partial["onepass_reasons"], partial["onepass_reasons"]
+    defaults = rows["defaults"]
+    assert defaults["success"], defaults.get("error")
+    assert defaults["onepass"] in ("separate", "fallback"), defaults.get("onepass_reasons")
+    assert "script_patch:function.__defaults__" in defaults["onepass_reasons"], defaults["onepass_reasons"]
+    init = rows["init"]
+    assert init["success"], init.get("error")
+    assert init["onepass"] in ("separate", "fallback"), init.get("onepass_reasons")
+    assert "script_patch:manim.scene.scene_file_writer.SceneFileWriter.init_output_directories" in init[
+        "onepass_reasons"], init["onepass_reasons"]
+    renamed = rows["renamed"]
+    assert renamed["success"], renamed.get("error")
+    assert renamed["onepass"] in ("separate", "fallback"), renamed.get("onepass_reasons")
+    assert "animate_method:become" in renamed["onepass_reasons"], renamed["onepass_reasons"]
+    tail = rows["tail"]
+    assert tail["onepass"] != "shared", tail.get("onepass_reasons")
+    assert "scene_call_from:scene_finished" in tail["onepass_reasons"], tail["onepass_reasons"]
+    again = rows["second"]
+    assert again["success"], again.get("error")
+    assert again["onepass"] in ("separate", "fallback"), again.get("onepass_reasons")
+    assert "module_loader:again" in again["onepass_reasons"], again["onepass_reasons"]
+    rewritten = rows["code"]
+    assert rewritten["success"], rewritten.get("error")
+    assert rewritten["onepass"] == "ineligible", rewritten.get("onepass_reasons")
+    assert "string_access:update_wrapper" in rewritten["onepass_reasons"], rewritten["onepass_reasons"]
     for name in ("plain", "cards", "groups"):
         clean = rows[name]
         assert clean["success"] and clean["onepass"] == "shared", clean.get("onepass_reasons")
