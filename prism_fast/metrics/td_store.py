@@ -17,12 +17,11 @@ file) is decoded by the stage's actors as before, so a row never depends on whet
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from pathlib import Path
 
-from prism_fast.fsutil import atomic_write_text
+from prism_fast.fsutil import atomic_write_text, sha256_file
 from prism_fast.metrics.td_rows import TDRaw
 from prism_fast.profile import Profile
 
@@ -36,14 +35,6 @@ def td_settings(pixel_threshold: int, profile: Profile, decoder: str, device: st
             "quirks_fixed": sorted(profile.fixed), "decoder": decoder, "device": device}
 
 
-def video_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def entry_path(model_dir: str | os.PathLike, sample_id: str) -> Path:
     return Path(model_dir) / DIR_NAME / f"{sample_id}.json"
 
@@ -54,7 +45,7 @@ def store_td_raw(model_dir: str | os.PathLike, sample_id: str, video_path: str, 
     stage; the sha256 is taken before the decode (a file changed meanwhile then fails the stage's check)."""
     from prism_fast.metrics.td import compute_td_raw
 
-    sha = video_sha256(video_path)
+    sha = sha256_file(video_path)
     td = compute_td_raw(video_path, pixel_threshold=settings["pixel_threshold"], profile=profile,
                         decoder=settings["decoder"], device=settings["device"])
     path = entry_path(model_dir, sample_id)
@@ -72,7 +63,7 @@ def load_td_raw(model_dir: str | os.PathLike, sample_id: str, video_path: str, s
         if not path.is_file() or path.stat().st_size > MAX_ENTRY_BYTES:
             return None
         doc = json.loads(path.read_text(encoding="utf-8"))
-        if doc.get("settings") != settings or doc.get("video_sha256") != video_sha256(video_path):
+        if doc.get("settings") != settings or doc.get("video_sha256") != sha256_file(video_path):
             return None
         return TDRaw(**doc["td"])
     except (OSError, ValueError, TypeError, KeyError):
