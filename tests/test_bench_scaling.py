@@ -53,3 +53,48 @@ def test_recreation_baseline_says_so():
     lines = scaling.format_b(base, ours, 2, 2)
     assert scaling.RECREATION in lines[0]
     assert any(line.startswith("NOTE: the baseline is a SPEC RE-CREATION") for line in lines)
+
+
+TWICE = '''
+from manim import *
+
+class Twice(Scene):
+    def construct(self):
+        self.play(Create(Square(color=BLUE)).set_run_time(0.4))
+        self.play(Square(color=BLUE).animate.shift({shift} * RIGHT), run_time=0.4)
+'''
+
+
+def test_td_difference_is_a_note_only_when_the_videos_differ_and_our_td_reproduces_the_baseline(tmp_path):
+    """A script that renders differently each time (unseeded randomness) gives each side its own video: that
+    TD_raw difference is a NOTE when our TD call on the baseline's video gives the baseline's TD_raw, else a
+    PROBLEM; the same video with another TD_raw is always a PROBLEM."""
+    import shutil
+
+    from prism_fast.metrics.td import compute_td_raw
+    from tests.video.conftest import render_scene
+
+    theirs = render_scene(TWICE.format(shift=2), "Twice", (tmp_path / "a").resolve())
+    (tmp_path / "b").mkdir()
+    mine = render_scene(TWICE.format(shift=1), "Twice", (tmp_path / "b").resolve())
+    td_theirs, td_mine = compute_td_raw(theirs).td_raw, compute_td_raw(mine).td_raw
+    assert td_theirs != td_mine
+
+    def run(base_td, our_video):
+        base = {"samples": {"s": {"exec_success": True, "spatial_pass": 1, "td_raw": base_td,
+                                  "video_path": str(theirs)}}}
+        ours = {"rows": {"exec": {"s": {"success": True, "video_path": str(our_video)}},
+                         "audit": {"s": {"visual_structure_pass": 1}}, "td": {"s": {"td_raw": td_mine}}}}
+        notes = []
+        return scaling.compare(base, ours, notes), notes
+
+    problems, notes = run(td_theirs, mine)
+    assert problems == [] and len(notes) == 1 and "different videos" in notes[0]
+    problems, notes = run(td_theirs + 1e-9, mine)     # our TD on their video would not give their number
+    assert len(problems) == 1 and notes == []
+    same = tmp_path / "same.mp4"
+    shutil.copyfile(mine, same)
+    problems, notes = run(td_theirs, same)             # identical videos: no excuse
+    assert len(problems) == 1 and notes == []
+    problems, notes = run(td_mine, mine)               # agreement
+    assert problems == [] and notes == []

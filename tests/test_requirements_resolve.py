@@ -45,7 +45,7 @@ def test_gpu_and_embeddings_requirements_resolve(tmp_path):
                     "requirement set `.[gpu,embeddings]` against it and needs network access to the index")
     report = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-build-isolation",
-           "--quiet", "--no-input", "--timeout", str(PIP_TIMEOUT_S), "--retries", "1", "--report", str(report),
+           "--quiet", "--no-input", "--timeout", str(PIP_TIMEOUT_S), "--retries", "3", "--report", str(report),
            ".[gpu,embeddings]"]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=RESOLVE_LIMIT_S)
