@@ -74,8 +74,9 @@ def test_td_difference_is_a_note_only_when_the_videos_differ_and_our_td_reproduc
     from prism_fast.metrics.td import compute_td_raw
     from tests.video.conftest import render_scene
 
-    theirs = render_scene(TWICE.format(shift=2), "Twice", (tmp_path / "a").resolve())
+    (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
+    theirs = render_scene(TWICE.format(shift=2), "Twice", (tmp_path / "a").resolve())
     mine = render_scene(TWICE.format(shift=1), "Twice", (tmp_path / "b").resolve())
     td_theirs, td_mine = compute_td_raw(theirs).td_raw, compute_td_raw(mine).td_raw
     assert td_theirs != td_mine
@@ -93,7 +94,7 @@ def test_td_difference_is_a_note_only_when_the_videos_differ_and_our_td_reproduc
     problems, notes = run(td_theirs + 1e-9, mine)     # our TD on their video would not give their number
     assert len(problems) == 1 and notes == []
     same = tmp_path / "same.mp4"
-    shutil.copyfile(mine, same)
+    shutil.copyfile(theirs, same)
     problems, notes = run(td_theirs, same)             # identical videos: no excuse
     assert len(problems) == 1 and notes == []
     problems, notes = run(td_mine, mine)               # agreement
