@@ -33,7 +33,8 @@ Part B -- end to end, the same scripts on both sides, ``--workers N`` on each si
 PADVC is left out of both sides (OCR-bound, not in the default config). The script checks that both sides agree
 on every sample's Exec success and Spatial pass, and on TD_raw, and prints any disagreement as a PROBLEM (exit
 status 1). A TD_raw difference where the two renders made different videos (a script that does not render the
-same twice) is a NOTE instead, but only when our TD call on the baseline's own video gives the baseline's TD_raw. Target (issue #19): ours >= 10x the toolkit end to end on the open corpus, >= 8x on the bundled set.
+same twice) is a NOTE instead, but only when our TD call on the baseline's own video gives the baseline's TD_raw.
+Target (issue #19): ours >= 10x the toolkit end to end on the open corpus, >= 8x on the bundled set.
 """
 
 from __future__ import annotations
@@ -341,9 +342,10 @@ def _td_difference_explained(rec: dict, our_exec_row: dict) -> str | None:
     return "the two renders made different videos; our TD on the baseline's video gives its TD_raw exactly"
 
 
-def compare(base: dict, ours: dict, notes: list[str] | None = None) -> list[str]:
-    """Disagreements between the two sides (PROBLEMs); explained TD_raw differences go to ``notes``."""
-    problems = []
+def compare(base: dict, ours: dict) -> tuple[list[str], list[str]]:
+    """(problems, notes): disagreements between the two sides, and TD_raw differences explained by two different
+    videos (:func:`_td_difference_explained`)."""
+    problems, notes = [], []
     ex, au, td = (ours["rows"][s] for s in ("exec", "audit", "td"))
     for sid, rec in base["samples"].items():
         if sid not in ex:
@@ -359,9 +361,9 @@ def compare(base: dict, ours: dict, notes: list[str] | None = None) -> list[str]
             why = _td_difference_explained(rec, ex[sid])
             if why is None:
                 problems.append(line)
-            elif notes is not None:
+            else:
                 notes.append(f"{line}: {why}")
-    return problems
+    return problems, notes
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -483,7 +485,7 @@ def main(argv=None) -> int:
         report["B_ours"] = {k: v for k, v in ours.items() if k != "rows"}
         print(f"[B ours] {ours['wall_s']:.1f} s end to end", file=sys.stderr, flush=True)
         if base is not None:
-            problems = compare(base, ours, notes)
+            problems, notes = compare(base, ours)
     except _SkipB:
         pass
     finally:

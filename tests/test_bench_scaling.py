@@ -86,8 +86,7 @@ def test_td_difference_is_a_note_only_when_the_videos_differ_and_our_td_reproduc
                                   "video_path": str(theirs)}}}
         ours = {"rows": {"exec": {"s": {"success": True, "video_path": str(our_video)}},
                          "audit": {"s": {"visual_structure_pass": 1}}, "td": {"s": {"td_raw": td_mine}}}}
-        notes = []
-        return scaling.compare(base, ours, notes), notes
+        return scaling.compare(base, ours)
 
     problems, notes = run(td_theirs, mine)
     assert problems == [] and len(notes) == 1 and "different videos" in notes[0]
