@@ -67,6 +67,13 @@ class CacheSchema:
 
 
 @dataclass
+class TexCacheSchema:
+    enabled: bool = MISSING
+    dir: Optional[str] = None
+    format: bool = True  # compiles of manim's default template start from a checked LaTeX format (texformat.py)
+
+
+@dataclass
 class ExecuteSchema:
     """``execute``: how package ``prism_fast.execute`` renders a script (conf/execute/*.yaml)."""
 
@@ -80,7 +87,7 @@ class ExecuteSchema:
     limits: ExecuteLimitsSchema = field(default_factory=ExecuteLimitsSchema)
     network_isolation: bool = MISSING
     cache: CacheSchema = field(default_factory=CacheSchema)
-    tex_cache: CacheSchema = field(default_factory=CacheSchema)
+    tex_cache: TexCacheSchema = field(default_factory=TexCacheSchema)
     schedule: str = MISSING
 
     def __post_init__(self) -> None:
@@ -119,6 +126,7 @@ class ExecuteSchema:
             isolate_network=self.network_isolation,
             cache_dir=cache_dir,
             tex_cache_dir=tex_cache_dir,
+            tex_format=bool(self.tex_cache.format),
             play_hashing=self.play_hashing,
         )
         if self.manim_bin:

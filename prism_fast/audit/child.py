@@ -98,6 +98,9 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         os.environ.setdefault(var, tmp_root)
     media = tempfile.TemporaryDirectory(prefix="audit_media_", dir=tmp_root)
     config.media_dir = media.name  # per-sample media, Tex and text caches
+    from prism_fast.execute import texcache
+
+    texcache.install_from_env()  # the render's verified TeX cache, when the parent gave it (runner.tex_cache_env)
 
     source = Path(file_path).read_text(encoding="utf-8")
     tree = inject_names(ast.parse(source))  # a SyntaxError escapes here: exit 1, no JSON

@@ -20,6 +20,7 @@ from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.rows import build_row, results_document
 from prism_fast.fsutil import atomic_write_text
 from prism_fast.execute import sandbox
+from prism_fast.execute.texcache import VIEW_INSIDE
 from prism_fast.profile import REFERENCE, Profile
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -65,13 +66,36 @@ def _audit_worker(quirks: str):
     return w
 
 
-def _spec(argv: list[str], scratch: Path, cfg: AuditConfig, env: dict) -> sandbox.SandboxSpec:
+def _spec(argv: list[str], scratch: Path, cfg: AuditConfig, env: dict,
+          tex_view: Path | None = None) -> sandbox.SandboxSpec:
+    visible_at, readonly = (), ()
+    if tex_view is not None:  # the verified TeX cache view, read-only, outside any runs_root path (as for renders)
+        readonly = (str(tex_view),)
+        if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap"):
+            visible_at = ((str(tex_view), VIEW_INSIDE),)
     return sandbox.SandboxSpec(argv=argv, cwd=str(scratch), env=env, timeout_s=cfg.timeout_sec,
-                               interpreters=(sys.executable,), level=cfg.sandbox)
+                               interpreters=(sys.executable,), level=cfg.sandbox, readonly_paths=readonly,
+                               visible_at=visible_at)
+
+
+def tex_cache_env(cfg: AuditConfig, scratch: Path, tex_cache_dir: str | None,
+                  tex_format: bool) -> tuple[dict, Path | None, str]:
+    """With the render's TeX cache (``tex_cache_dir``): the variables that make the audit child read this process's
+    verified view of it, as a render does (execute/texcache.py: verified SVGs, and with ``tex_format`` the checked
+    LaTeX format of manim's default preamble), the view, and the format's state (on | off | failed). The audit's
+    mobjects, and so its report, are those of an uncached audit (tests/audit/test_audit_tex_cache.py)."""
+    if not tex_cache_dir:
+        return {}, None, "off"
+    from prism_fast.execute import texcache
+
+    view = texcache.prepare_cache_dir(tex_cache_dir, tex_format=tex_format)
+    inside = VIEW_INSIDE if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap") else str(view)
+    env, state = texcache.sample_env(view, inside, scratch / texcache.LOG_NAME, tex_format)
+    return env, view, state
 
 
 def run_child(script_path: Path, audit_dir: Path, cfg: AuditConfig, profile: Profile, scratch: Path,
-              env: dict):
+              env: dict, tex_view: Path | None = None):
     """Run the audit child in the sandbox; returns (returncode | None on timeout, stdout, stderr, runtime_sec,
     sandbox result). The child reads its own copy of the script and writes only into ``scratch``."""
     quirks = ",".join(sorted(profile.fixed))
@@ -80,7 +104,7 @@ def run_child(script_path: Path, audit_dir: Path, cfg: AuditConfig, profile: Pro
     args = [str(script), "--json-out", str(scratch / "audit_report.json"), "--output-dir", str(scratch / "out"),
             "--meta-out", str(scratch / "audit_meta.json"), "--config", json.dumps(cfg.to_dict()),
             "--quirks-fixed", quirks]
-    spec = _spec([sys.executable, "-m", "prism_fast.audit.child", *args], scratch, cfg, env)
+    spec = _spec([sys.executable, "-m", "prism_fast.audit.child", *args], scratch, cfg, env, tex_view)
     res = _audit_worker(quirks).run(spec) if cfg.prefork else sandbox.run_sandboxed(spec)
     rc = None if res.timed_out else (res.returncode if res.launch_error is None else 1)
     err = res.stderr.text() if res.launch_error is None else f"sandbox: {res.launch_error}"
@@ -103,13 +127,15 @@ def _copy_out(scratch: Path, audit_dir: Path, cfg: AuditConfig) -> None:
 
 
 def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Profile = REFERENCE,
-               sample_id: str | None = None, draw_failing_pictures: bool = True) -> dict:
+               sample_id: str | None = None, draw_failing_pictures: bool = True, tex_cache_dir: str | None = None,
+               tex_format: bool = True) -> dict:
     """Audit an existing script file; layout ``<work_dir>/audits/<id>/{audit_report.json, audit.log}``.
 
     With ``cfg.pictures`` the child also writes each segment's -ql frame and finding bboxes to
     ``<audit dir>/pictures_raw/``; a sample that fails Spatial then gets ``segment_<k>.png`` + ``findings.json``
     in ``<cfg.pictures_root>/<id>/`` (default ``<audit dir>/pictures/``; ``draw_failing_pictures``), and the row
-    a ``pictures`` field."""
+    a ``pictures`` field. ``tex_cache_dir``/``tex_format``: read the render's verified TeX cache
+    (:func:`tex_cache_env`; the row's ``tex_format`` says whether the LaTeX format was used)."""
     sample_id = sample_id or Path(script_path).stem
     work_dir = Path(work_dir).resolve()
     audit_dir = work_dir / "audits" / sample_id
@@ -132,8 +158,15 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         env = child_env(cfg, scratch)
         if cfg.pictures:
             env["PRISM_AUDIT_PICTURES_DIR"] = str(scratch / "pictures_raw")
-        rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env)
+        tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format)
+        env.update(tex_env)
+        rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view)
         _copy_out(scratch, audit_dir, cfg)
+        fmt_compiles = 0
+        if tex_env:
+            from prism_fast.execute.texcache import LOG_NAME, format_compiles
+
+            fmt_compiles = format_compiles(scratch / LOG_NAME)
     if rc is not None:
         (audit_dir / "audit.log").write_text(out + "\n" + "=" * 20 + " STDERR " + "=" * 20 + "\n" + err,
                                              encoding="utf-8")
@@ -154,7 +187,8 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
     row.update(profile=profile.name, audit_mode=("full" if cfg.full_fidelity else "fast")
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
-               sandbox=res.sandbox, sandbox_protections=",".join(res.protections))
+               sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
+               tex_format_compiles=fmt_compiles)
     if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's
         row.update(status="error", error_kind="sandbox_error", error_detail=res.launch_error)
     elif rc is not None:
@@ -203,7 +237,7 @@ def _failing_pictures(row: dict, report_text: str | None, raw_dir: Path, out_dir
 
 
 def audit_one(sample_id: str, script_text: str, work_dir, cfg: AuditConfig | None = None,
-              profile: Profile = REFERENCE) -> dict:
+              profile: Profile = REFERENCE, tex_cache_dir: str | None = None, tex_format: bool = True) -> dict:
     """Audit one script given as text: one row (§10.2). The per-segment report is
     ``<work_dir>/audits/<sample_id>/audit_report.json`` (also in the row as ``visual_audit_report``)."""
     cfg = cfg or AuditConfig()
@@ -212,7 +246,8 @@ def audit_one(sample_id: str, script_text: str, work_dir, cfg: AuditConfig | Non
     scripts.mkdir(parents=True, exist_ok=True)
     script_path = scripts / f"{sample_id}.py"
     script_path.write_text(script_text, encoding="utf-8")
-    return audit_file(script_path, work_dir, cfg, profile, sample_id=sample_id)
+    return audit_file(script_path, work_dir, cfg, profile, sample_id=sample_id, tex_cache_dir=tex_cache_dir,
+                      tex_format=tex_format)
 
 
 def audit_batch(input_dir, output_dir, cfg: AuditConfig | None = None, profile: Profile = REFERENCE,

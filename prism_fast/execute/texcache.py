@@ -80,12 +80,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_fast import fsutil, integrity
+from prism_fast.execute import texformat
+from prism_fast.execute.texformat import canonical_svg, compile_commands  # noqa: F401  (used here and by callers)
 
 log = logging.getLogger(__name__)
 
 ENV_CACHE = "PRISM_FAST_TEX_CACHE"  # the verified view of the cache (read-only for the sample)
 ENV_LOG = "PRISM_FAST_TEX_LOG"  # the compile log the wrapper appends to (in the sample's own directory)
 LOG_NAME = ".prism_fast_tex_log.jsonl"
+ENV_FORMAT = "PRISM_FAST_TEX_FORMAT"  # "1": compile from the view's LaTeX format (texformat.py)
+VIEW_INSIDE = "/prism_fast_tex_cache"  # where a sandboxed script sees its view of the cache (read-only)
 
 # compiler -> the output formats manim 0.19.0 knows for it (TexTemplate.tex_compiler / output_format)
 COMPILERS = ("latex", "pdflatex", "xelatex", "lualatex", "luatex", "uplatex", "platex")
@@ -146,7 +150,7 @@ def _read_regular(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def install(cache_dir: str, log_path: str) -> None:
+def install(cache_dir: str, log_path: str, use_format: bool = False) -> None:
     """Wrap manim's ``tex_to_svg_file`` in this (forked, sandboxed) process. Call before manim's CLI runs."""
     import manim
     import manim.mobject.text.tex_mobject as tex_mobject
@@ -154,6 +158,8 @@ def install(cache_dir: str, log_path: str) -> None:
     from manim import config
 
     original = tfw.tex_to_svg_file
+    # checked LaTeX formats of the view, {preamble: format path} (texformat.py); read now, before the script runs
+    formats = texformat.read_index(Path(cache_dir)) if use_format else {}
     # The sha256 the trusted parent verified for each key (the view's verified.txt; the last line wins). Read
     # now, before the script runs: an entry is served only if its bytes still hash to this.
     verified: dict[str, str] = {}
@@ -192,6 +198,8 @@ def install(cache_dir: str, log_path: str) -> None:
                 tfw.delete_nonsvg_files()  # what manim does after a compile (no_latex_cleanup is False here)
                 _log({"event": "hit", "key": key, "sha256": expected})
                 return svg_file
+        if formats and compiler == "latex" and fmt == ".dvi":
+            _format_compile(tex_file, fmt, config.get_dir("tex_dir"), formats, _log)
         result = original(expression, environment, tex_template)
         _log({"event": "miss", "tex": tex_file.name, "compiler": compiler, "format": fmt})
         return result
@@ -202,67 +210,82 @@ def install(cache_dir: str, log_path: str) -> None:
         manim.tex_to_svg_file = tex_to_svg_file
 
 
+def _format_compile(tex_file: Path, output_format: str, tex_dir: Path, formats: dict[str, str], _log) -> None:
+    """Before manim compiles ``tex_file`` (``latex``, ``.dvi``): where the view holds a checked format of the file's
+    preamble, make the ``.dvi`` from that format (texformat.py). manim's ``compile_tex`` then finds it and does not
+    run ``latex``; everything else (dvisvgm, clean-up, logs) is manim's. On any failure the attempt's files are
+    removed and manim compiles as usual, so its error output (and the traceback, which gains no frame) is
+    unchanged."""
+    import subprocess
+
+    result = tex_file.with_suffix(output_format)
+    if result.exists():
+        return
+    source = _read_regular(tex_file, MAX_TEX_BYTES)
+    try:
+        text = source.decode("utf-8") if source is not None else None
+    except UnicodeDecodeError:
+        text = None
+    preamble = texformat.preamble_of(text) if text is not None else None
+    fmt = formats.get(preamble) if preamble is not None else None
+    if fmt is None:
+        return
+    body = tex_file.with_suffix(texformat.BODY_SUFFIX)
+    try:
+        body.write_text(texformat.body_of(text, preamble), encoding="utf-8")
+        cp = subprocess.run(texformat.latex_command(fmt, body, tex_dir), stdout=subprocess.DEVNULL)
+        ok = cp.returncode == 0 and result.exists()
+    except OSError:
+        ok = False
+    body.unlink(missing_ok=True)
+    if ok:
+        _log({"event": "format", "tex": tex_file.name})
+        return
+    for suffix in (output_format, ".log", ".aux"):  # nothing of this attempt reaches manim's own compile
+        tex_file.with_suffix(suffix).unlink(missing_ok=True)
+    _log({"event": "format_fallback", "tex": tex_file.name})
+
+
 def install_from_env() -> None:
     """In a forked render child: if the parent asked for the cache, remove its variables from the environment
     (the script sees the scrubbed environment of an uncached render) and install the wrapper."""
     cache_dir = os.environ.pop(ENV_CACHE, None)
     log_path = os.environ.pop(ENV_LOG, None)
+    use_format = os.environ.pop(ENV_FORMAT, None) == "1"
     if cache_dir and log_path:
-        install(cache_dir, log_path)
+        install(cache_dir, log_path, use_format)
+
+
+def sample_env(view: Path, seen_as: str, log_path: Path, tex_format: bool) -> tuple[dict[str, str], str]:
+    """The variables that give a sample the view (seen at ``seen_as``) and, with ``tex_format`` and a checked
+    format in the view, the format; and the sample's ``tex_format`` row value (on | off | failed)."""
+    env = {ENV_CACHE: seen_as, ENV_LOG: str(log_path)}
+    state = format_state(view) if tex_format else "off"
+    if state == "on":
+        env[ENV_FORMAT] = "1"
+    return env, state
 
 
 # ----------------------------------------------------------------------------------------------------------
 # In the trusted parent
 
 
-_DEFS = re.compile(rb"<defs>(.*?)</defs>", re.S)
-_DEF_ITEM = re.compile(rb"<(\w+) id='[^']*'[^>]*?/>", re.S)
-
-
-def canonical_svg(data: bytes) -> bytes:
-    """dvisvgm writes the glyph definitions of ``<defs>`` in an order that varies from run to run (seen here: the
-    same .tex compiled twice gave the same glyphs with two fonts' blocks swapped). Glyphs are only referenced by
-    id (``<use xlink:href='#g3-101'>``), so that order cannot change the parsed mobject. The canonical form sorts
-    the self-closing elements inside ``<defs>``; everything else must match byte for byte. A ``<defs>`` holding
-    anything but self-closing elements and whitespace is left as it is."""
-    m = _DEFS.search(data)
-    if not m:
-        return data
-    body = m.group(1)
-    items = [x.group(0) for x in _DEF_ITEM.finditer(body)]
-    if not items or _DEF_ITEM.sub(b"", body).strip():
-        return data
-    return data[:m.start(1)] + b"\n".join(sorted(items)) + data[m.end(1):]
-
-
-def compile_commands(tex_file: Path, compiler: str, output_format: str) -> list[list[str]]:
-    """The two commands manim 0.19.0 runs for one expression (compile_tex + convert_to_svg)."""
-    out_dir = tex_file.parent
-    if compiler in ("latex", "pdflatex", "luatex", "lualatex"):
-        first = [compiler, "-interaction=batchmode", f"-output-format={output_format[1:]}", "-halt-on-error",
-                 f"-output-directory={out_dir.as_posix()}", f"{tex_file.as_posix()}"]
-    elif compiler == "xelatex":
-        outflag = ["-no-pdf"] if output_format == ".xdv" else []
-        first = ["xelatex", *outflag, "-interaction=batchmode", "-halt-on-error",
-                 f"-output-directory={out_dir.as_posix()}", f"{tex_file.as_posix()}"]
-    else:
-        raise ValueError(f"tex compiler {compiler!r} is not supported by the cache")
-    dvi = tex_file.with_suffix(output_format)
-    second = ["dvisvgm", *(["--pdf"] if output_format == ".pdf" else []), "--page=1", "--no-fonts",
-              "--verbosity=0", f"--output={dvi.with_suffix('.svg').as_posix()}", f"{dvi.as_posix()}"]
-    return [first, second]
-
-
 @dataclass
 class HarvestStats:
     hits: int = 0
     misses: int = 0
+    format_compiles: int = 0  # compiles the sample made from the view's LaTeX format (texformat.py)
     first_seen: int = 0
     published: int = 0
     rejected: int = 0
     tampered: int = 0  # published entries found without a valid tag (or not matching it); republished
     bad_entries: int = 0  # entries the sample found edited after verification (its own report; not served)
     notes: list[str] = field(default_factory=list)
+
+
+def format_compiles(log_path: Path) -> int:
+    """Compiles the sample's log says it made from the LaTeX format (its own report: a count, never a result)."""
+    return _count_events(log_path).get("format", 0)
 
 
 def count_hits(log_path: Path) -> tuple[int, int]:
@@ -407,6 +430,7 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
     log_path = work_dir / LOG_NAME
     counts = _count_events(log_path)
     stats.hits, stats.misses = counts.get("hit", 0), counts.get("miss", 0)
+    stats.format_compiles = counts.get("format", 0)
     stats.bad_entries = counts.get("bad_entry", 0)
     if stats.bad_entries:
         log.warning("tex cache: the sample found %d cache entr%s edited after verification (not served)",
@@ -478,6 +502,8 @@ class _View:
     dirs: dict[str, tuple] = field(default_factory=dict)  # svg/<k> -> its stat when last scanned
     entries: dict[str, tuple] = field(default_factory=dict)  # key -> (svg stat, tag stat) when last examined
     shown: dict[str, int] = field(default_factory=dict)  # key -> inode of the file in the view
+    fmt: texformat.FormatInfo | None = None  # the checked format of manim's default preamble, in the view
+    fmt_state: str = "off"  # on | off | failed (texformat.py; recorded per row as ``tex_format``)
 
 
 _VIEWS: dict[tuple[int, str, str], _View] = {}
@@ -583,10 +609,35 @@ def _sync(view: _View) -> None:
             view.dirs[sub.name] = ident if now - st.st_mtime_ns > 1_000_000_000 else None
 
 
-def prepare_cache_dir(cache_dir: str | os.PathLike, integrity_key: bytes | None = None) -> Path:
+def _keep_format(view: _View, wanted: bool) -> None:
+    """Build the view's format the first time it is wanted, and again (with a warning) when its file is no longer
+    the one that was checked."""
+    if not wanted:
+        return  # a format built for earlier samples stays; this sample is not told about it (ENV_FORMAT)
+    if view.fmt is not None and not texformat.unchanged(view.fmt):
+        log.warning("tex cache: the LaTeX format in %s changed after its self-check; built again", view.path)
+        shutil.rmtree(view.path / texformat.FMT_DIR, ignore_errors=True)
+        view.fmt, view.fmt_state = None, "off"
+    if view.fmt_state == "failed" or view.fmt is not None:
+        return
+    info, why = texformat.build(view.path)
+    if info is None:
+        shutil.rmtree(view.path / texformat.FMT_DIR, ignore_errors=True)
+        view.fmt_state = "failed"
+        log.warning("tex cache: no LaTeX format for manim's default preamble (%s); every TeX compile runs in full "
+                    "(rows: tex_format=failed)", why)
+        return
+    view.fmt, view.fmt_state = info, "on"
+    log.info("tex cache: LaTeX format %s built and checked in %.2f s", info.name, info.build_s)
+
+
+def prepare_cache_dir(cache_dir: str | os.PathLike, integrity_key: bytes | None = None,
+                      tex_format: bool = False) -> Path:
     """Create the cache's folders and return the directory to give the next sample (read-only, as the
     :data:`ENV_CACHE` of :func:`install`): this process's verified view of the cache, brought up to date
-    (module docstring). ``integrity_key``: default, the key of :func:`prism_fast.integrity.default_key_dir`."""
+    (module docstring). ``integrity_key``: default, the key of :func:`prism_fast.integrity.default_key_dir`.
+    ``tex_format``: the view also holds a self-checked LaTeX format of manim's default preamble (texformat.py);
+    :func:`format_state` says whether it does."""
     root = _root(cache_dir)
     ikey = _key_for(root, integrity_key)
     ident = (os.getpid(), str(root), fsutil.sha256_hex(ikey))
@@ -594,7 +645,17 @@ def prepare_cache_dir(cache_dir: str | os.PathLike, integrity_key: bytes | None 
     if view is None or not (view.path / MANIFEST_NAME).is_file():
         view = _VIEWS[ident] = _new_view(root, ikey)
     _sync(view)
+    _keep_format(view, tex_format)
     return view.path
+
+
+def format_state(view_path: str | os.PathLike) -> str:
+    """``on`` | ``off`` | ``failed``: the LaTeX format of the view :func:`prepare_cache_dir` returned (``off``:
+    never asked for). A sample uses it only if its environment has :data:`ENV_FORMAT` (:func:`sample_env`)."""
+    for v in _VIEWS.values():
+        if v.path == Path(view_path):
+            return v.fmt_state
+    return "off"
 
 
 def integrity_failures(cache_dir: str | os.PathLike) -> int:

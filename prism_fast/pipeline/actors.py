@@ -85,7 +85,8 @@ class RenderActor:
         if onepass is not None and audit_dir is not None and not onepass.get("pictures"):
             from prism_fast.audit.config import AuditConfig
 
-            self.auditor = _Auditor(AuditConfig.from_dict(onepass), profile, audit_dir, audit_cache_dir)
+            self.auditor = _Auditor(AuditConfig.from_dict(onepass), profile, audit_dir, audit_cache_dir,
+                                    render_cfg.tex_cache_dir, render_cfg.tex_format)
         self.worker = None
         if prefork:
             import atexit
@@ -141,8 +142,11 @@ class RenderActor:
 class _Auditor:
     """The audit core behind the audit cache (audit/cache.py); used by AuditActor and by RenderActor."""
 
-    def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None):
+    def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None,
+                 tex_cache_dir: str | None = None, tex_format: bool = True):
         self.audit_cfg, self.profile, self.work_dir = audit_cfg, profile, work_dir
+        # the render's verified TeX cache (and LaTeX format), read by the audit child as by a render
+        self.tex_cache_dir, self.tex_format = tex_cache_dir, tex_format
         self.cache = self.env = None
         if cache_dir:  # audit cache (audit/cache.py): a sweep over metric settings re-runs no audit
             from prism_fast.audit.cache import AuditCache
@@ -166,7 +170,8 @@ class _Auditor:
             if not getattr(self.audit_cfg, "pictures", False):  # pictures need the audit to run (a hit draws none)
                 row = self.cache.get(key, sample_id, Path(self.work_dir), script)
         if row is None:
-            row = audit_one(sample_id, script, self.work_dir, self.audit_cfg, self.profile)
+            row = audit_one(sample_id, script, self.work_dir, self.audit_cfg, self.profile,
+                            tex_cache_dir=self.tex_cache_dir, tex_format=self.tex_format)
             row["audit_cache_hit"] = False
             if self.cache is not None:
                 self.cache.put(key, row, report_path)
@@ -178,8 +183,9 @@ class _Auditor:
 class AuditActor:
     """One per CPU: audits a script in its own process (spatial audit, fast path) and returns the row."""
 
-    def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None):
-        self.core = _Auditor(audit_cfg, profile, work_dir, cache_dir)
+    def __init__(self, audit_cfg, profile: Profile, work_dir: str, cache_dir: str | None = None,
+                 tex_cache_dir: str | None = None, tex_format: bool = True):
+        self.core = _Auditor(audit_cfg, profile, work_dir, cache_dir, tex_cache_dir, tex_format)
 
     @contained(_audit_fallback)
     def audit(self, sample_id: str, script: str) -> dict:

@@ -117,7 +117,8 @@ def _audit_actor(run: StageRun):
     audit_cfg = opts.audit_cfg
     if audit_cfg.pictures and not audit_cfg.pictures_root:  # failing samples' pictures where `inspect` puts them
         audit_cfg = replace(audit_cfg, pictures_root=str(opts.run_dir / "inspect"))
-    return lambda: AuditActor.remote(audit_cfg, opts.profile, work_dir, opts.audit_cache_dir), "audit", _cpus()
+    return (lambda: AuditActor.remote(audit_cfg, opts.profile, work_dir, opts.audit_cache_dir,
+                                      opts.render.tex_cache_dir, opts.render.tex_format)), "audit", _cpus()
 
 
 def _audit_lost(job: Job, exc: BaseException) -> dict:

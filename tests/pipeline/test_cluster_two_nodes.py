@@ -34,7 +34,8 @@ BIN = Path(sys.executable).parent
 IDS = "[SAMPLE-EN-000001,SAMPLE-EN-000002]"
 # differ between any two runs of the same inputs (timings, the paths of each run directory are compared apart)
 VOLATILE = {"written_at_ns", "runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "stderr_tail", "stdout_bytes",
-            "stderr_bytes", "engine", "audit_runtime_sec", "tex_cache_hits", "tex_cache_published"}
+            "stderr_bytes", "engine", "audit_runtime_sec", "tex_cache_hits", "tex_cache_published",
+            "tex_format_compiles"}
 # files a row points at (exec's file_path is the toolkit's bare script name, not a path)
 PATH_FIELDS = {"tasks": ("script_path",), "exec": ("video_path",), "audit": ("file_path", "report_path"),
                "td": ("video_path",)}

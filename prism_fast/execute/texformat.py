@@ -1,0 +1,234 @@
+"""A precompiled LaTeX format of manim's default TeX preamble (issue #19 item 6: render cost).
+
+Why: ``latex`` spends most of a ``Tex``/``MathTex`` compile loading the preamble's packages (``standalone``,
+``babel``, ``amsmath``, ``amssymb``): about 0.24 CPU-s of a 0.34 CPU-s compile of manim's default template, for every
+expression, in every render and every separate audit. A format is TeX's memory dumped at a point of a run; one
+dumped right after the preamble (``etex -ini "&latex" <preamble>\\dump``) lets a compile start there: ≈ 0.10 CPU-s.
+
+How a compile uses it: the part of the ``.tex`` file from its first ``\\begin{document}`` on is written next to it
+(``<hash>.body``, removed afterwards) and compiled with ``-fmt=<format> -jobname=<hash>`` and manim's other options,
+so the ``.dvi`` has manim's name and TeX runs the document part from the very state the preamble leaves. TeX's state
+at ``\\begin{document}`` depends only on the text before it, so the format is used only where that text equals,
+byte for byte, the preamble it was dumped from. (``mylatexformat``, which skips the preamble of the full file instead,
+was tried: its dump loads fonts the plain run does not, so the DVI numbers its fonts differently and dvisvgm names
+the glyphs differently. This way the SVG is byte-identical.)
+
+Where it is not used, the compile is manim's own, unchanged:
+
+* the template is not manim's default one (another preamble);
+* the compiler is not ``latex`` with ``.dvi`` output, or the script keeps its intermediate files
+  (``no_latex_cleanup``: the ``.log`` would name the format);
+* the compile with the format fails (a non-zero exit or no ``.dvi``): its outputs are removed and manim's own compile
+  runs, so a LaTeX error prints exactly what it prints without the format.
+
+Who builds it: the trusted parent, once per cache view (:func:`build`), with the system's ``etex`` on a preamble that
+is ours, never a script's. Before it is used it passes a self-check: probe expressions compiled with and without it
+must give byte-identical SVGs; otherwise it is not used, with a warning, and rows say ``tex_format=failed``. A sample
+sees it read-only inside the verified TeX cache view (texcache.py). A script that overrides a package in its own
+``TEXMFHOME`` gets the standard package with the format, as it already does from a verified cache entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+FMT_DIR = "fmt"
+INDEX_NAME = "formats.json"
+# manim 0.19.0's TexTemplate(): documentclass + preamble, then "\begin{document}" (tests check this against manim)
+DEFAULT_PREAMBLE = ("\\documentclass[preview]{standalone}\n\\usepackage[english]{babel}\n\\usepackage{amsmath}\n"
+                    "\\usepackage{amssymb}\n")
+BEGIN_DOCUMENT = "\\begin{document}"
+# what the self-check compiles both ways: text, inline and display maths (manim's MathTex uses align*), symbols of
+# amssymb, an accented letter through babel's hyphenation and a tall fraction that drives the preview box
+PROBES = (
+    "\\begin{center}\nHello, Wörld -- fi ffl? \\textbf{bold} \\emph{it}\n\\end{center}",
+    "\\begin{align*}\n\\int_0^1 x^2\\,dx = \\frac{1}{3},\\quad \\mathbb{R} \\ni \\sqrt[3]{\\alpha}\n\\end{align*}",
+    "\\begin{center}\n$\\displaystyle\\sum_{k=1}^{n} \\binom{n}{k} \\leqslant \\lim_{x\\to\\infty} e^{x}$\n\\end{center}",
+)
+BUILD_TIMEOUT_S = 60.0
+
+
+_DEFS = re.compile(rb"<defs>(.*?)</defs>", re.S)
+_DEF_ITEM = re.compile(rb"<(\w+) id='[^']*'[^>]*?/>", re.S)
+
+
+def canonical_svg(data: bytes) -> bytes:
+    """dvisvgm writes the glyph definitions of ``<defs>`` in an order that varies from run to run (seen here: the
+    same .tex compiled twice gave the same glyphs with two fonts' blocks swapped). Glyphs are only referenced by
+    id (``<use xlink:href='#g3-101'>``), so that order cannot change the parsed mobject. The canonical form sorts
+    the self-closing elements inside ``<defs>``; everything else must match byte for byte. A ``<defs>`` holding
+    anything but self-closing elements and whitespace is left as it is."""
+    m = _DEFS.search(data)
+    if not m:
+        return data
+    body = m.group(1)
+    items = [x.group(0) for x in _DEF_ITEM.finditer(body)]
+    if not items or _DEF_ITEM.sub(b"", body).strip():
+        return data
+    return data[:m.start(1)] + b"\n".join(sorted(items)) + data[m.end(1):]
+
+
+def compile_commands(tex_file: Path, compiler: str, output_format: str) -> list[list[str]]:
+    """The two commands manim 0.19.0 runs for one expression (compile_tex + convert_to_svg)."""
+    out_dir = tex_file.parent
+    if compiler in ("latex", "pdflatex", "luatex", "lualatex"):
+        first = [compiler, "-interaction=batchmode", f"-output-format={output_format[1:]}", "-halt-on-error",
+                 f"-output-directory={out_dir.as_posix()}", f"{tex_file.as_posix()}"]
+    elif compiler == "xelatex":
+        outflag = ["-no-pdf"] if output_format == ".xdv" else []
+        first = ["xelatex", *outflag, "-interaction=batchmode", "-halt-on-error",
+                 f"-output-directory={out_dir.as_posix()}", f"{tex_file.as_posix()}"]
+    else:
+        raise ValueError(f"tex compiler {compiler!r} is not supported by the cache")
+    dvi = tex_file.with_suffix(output_format)
+    second = ["dvisvgm", *(["--pdf"] if output_format == ".pdf" else []), "--page=1", "--no-fonts",
+              "--verbosity=0", f"--output={dvi.with_suffix('.svg').as_posix()}", f"{dvi.as_posix()}"]
+    return [first, second]
+
+
+def preamble_of(source: str) -> str | None:
+    """The part of a ``.tex`` source before its first ``\\begin{document}`` (None without one)."""
+    i = source.find(BEGIN_DOCUMENT)
+    return None if i < 0 else source[:i]
+
+
+def format_name(preamble: str) -> str:
+    return "prism_" + hashlib.sha256(preamble.encode("utf-8")).hexdigest()[:16]
+
+
+BODY_SUFFIX = ".body"
+
+
+def body_of(source: str, preamble: str) -> str:
+    """What a compile with the format of ``preamble`` reads: the source from its ``\\begin{document}`` on."""
+    return source[len(preamble):]
+
+
+def latex_command(fmt_path: str, body_file: Path, out_dir: Path) -> list[str]:
+    """manim 0.19.0's ``latex`` command line for a ``.dvi`` (:func:`compile_commands`) on the body file, started from
+    the format and named after the ``.tex`` file (``<hash>.body`` -> ``-jobname=<hash>``)."""
+    job = body_file.name[:-len(BODY_SUFFIX)] if body_file.name.endswith(BODY_SUFFIX) else body_file.stem
+    return ["latex", f"-fmt={fmt_path}", f"-jobname={job}", "-interaction=batchmode", "-output-format=dvi",
+            "-halt-on-error", f"-output-directory={out_dir.as_posix()}", f"{body_file.as_posix()}"]
+
+
+@dataclass(frozen=True)
+class FormatInfo:
+    """A built, self-checked format: ``path`` is the format file without its ``.fmt`` suffix (``-fmt=`` takes it
+    so); ``ident`` the file's (inode, size, mtime, ctime) when it was checked."""
+
+    name: str
+    preamble: str
+    path: Path
+    sha256: str
+    ident: tuple
+    build_s: float
+
+
+def _ident(path: Path) -> tuple | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _run(cmd: list[str], cwd: Path) -> int:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEXMF", "TEXINPUTS"))}
+    env["HOME"] = str(cwd)  # no personal texmf tree of whoever runs us
+    try:
+        return subprocess.run(cmd, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=BUILD_TIMEOUT_S).returncode
+    except (OSError, subprocess.TimeoutExpired):
+        return -1
+
+
+def _svg(tex_file: Path, fmt: tuple[str, str] | None) -> bytes | None:
+    """Compile ``tex_file`` as manim does, or from the format ``fmt`` = (path, preamble); the SVG's bytes or None."""
+    first, second = compile_commands(tex_file, "latex", ".dvi")
+    if fmt is not None:
+        body = tex_file.with_suffix(BODY_SUFFIX)
+        body.write_text(body_of(tex_file.read_text(encoding="utf-8"), fmt[1]), encoding="utf-8")
+        first = latex_command(fmt[0], body, tex_file.parent)
+    if _run(first, tex_file.parent) != 0 or _run(second, tex_file.parent) != 0:
+        return None
+    try:
+        return tex_file.with_suffix(".svg").read_bytes()
+    except OSError:
+        return None
+
+
+def build(dest: Path, preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | None, str]:
+    """Dump ``preamble`` into ``<dest>/fmt/<name>.fmt`` and self-check it; (info, "") or (None, why not).
+    Trusted code only: the preamble is ours, never a script's."""
+    t0 = time.perf_counter()
+    name = format_name(preamble)
+    fmt_dir = Path(dest) / FMT_DIR
+    fmt_dir.mkdir(parents=True, exist_ok=True)
+    if shutil.which("etex") is None or shutil.which("latex") is None:
+        return None, "etex/latex not found"
+    with tempfile.TemporaryDirectory(prefix="texfmt_", dir=str(fmt_dir)) as tmp:
+        work = Path(tmp)
+        seed = work / f"{name}.tex"
+        seed.write_text(preamble + "\\dump\n", encoding="utf-8")
+        rc = _run(["etex", "-ini", "-interaction=batchmode", "-halt-on-error", f"-jobname={name}", "&latex",
+                   seed.name], work)
+        built = work / f"{name}.fmt"
+        if rc != 0 or not built.is_file():
+            return None, f"format dump failed (etex exit {rc})"
+        for i, probe in enumerate(PROBES):
+            source = preamble + BEGIN_DOCUMENT + "\n" + probe + "\n\\end{document}"
+            plain_dir, fmt_dir_i = work / f"plain{i}", work / f"fmt{i}"
+            plain_dir.mkdir()
+            fmt_dir_i.mkdir()
+            (plain_dir / "probe.tex").write_text(source, encoding="utf-8")
+            (fmt_dir_i / "probe.tex").write_text(source, encoding="utf-8")
+            plain = _svg(plain_dir / "probe.tex", None)
+            fast = _svg(fmt_dir_i / "probe.tex", (str(work / name), preamble))
+            if plain is None:
+                return None, f"self-check: probe {i} does not compile without the format"
+            if fast is None or canonical_svg(fast) != canonical_svg(plain):
+                return None, f"self-check: probe {i} gives another SVG with the format"
+        final = fmt_dir / f"{name}.fmt"
+        os.replace(built, final)
+    sha = hashlib.sha256(final.read_bytes()).hexdigest()
+    info = FormatInfo(name, preamble, final.with_suffix(""), sha, _ident(final), time.perf_counter() - t0)
+    index = {"formats": [{"name": name, "preamble": preamble, "file": f"{FMT_DIR}/{name}.fmt"}]}
+    tmp_index = fmt_dir / (INDEX_NAME + ".tmp")
+    tmp_index.write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp_index, fmt_dir / INDEX_NAME)
+    return info, ""
+
+
+def unchanged(info: FormatInfo) -> bool:
+    """Whether the format file is still the very file that was built and checked (an edit changes its ctime)."""
+    return _ident(info.path.with_suffix(".fmt")) == info.ident
+
+
+def read_index(view: Path, limit: int = 1 << 20) -> dict[str, str]:
+    """In the sample's process: {preamble: path of the format without ``.fmt``} of the view's index."""
+    try:
+        with open(Path(view) / FMT_DIR / INDEX_NAME, "rb") as f:
+            raw = f.read(limit + 1)
+        doc = json.loads(raw.decode("utf-8")) if len(raw) <= limit else {}
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    for ent in doc.get("formats", []) if isinstance(doc, dict) else []:
+        if isinstance(ent, dict) and isinstance(ent.get("preamble"), str) and isinstance(ent.get("file"), str):
+            rel = ent["file"]
+            if rel.startswith(FMT_DIR + "/") and rel.endswith(".fmt") and ".." not in rel:
+                out[ent["preamble"]] = str(Path(view) / rel[:-4])
+    return out

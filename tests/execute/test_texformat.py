@@ -1,0 +1,201 @@
+"""The LaTeX format of manim's default preamble (execute/texformat.py): byte-identical SVGs, renders, error text and
+audit reports with and without it; used only for manim's default template; rebuilt when its file changes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from prism_fast.execute import texcache, texformat
+from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
+
+# what a generated script typesets: text with ligatures and accents, maths in manim's align*, amssymb, matrices,
+# a tall display, a single letter, sizes and the date, braces and arrows
+EXPRESSIONS = [
+    ("Hello, Wörld -- fi ffl? \\textbf{bold} \\emph{it} naïve café", None),
+    ("\\int_0^1 x^2\\,dx = \\frac{1}{3}", "align*"),
+    ("\\mathbb{R} \\ni \\sqrt[3]{\\alpha} \\leqslant \\varnothing", "align*"),
+    ("\\begin{bmatrix} 1 & 2 \\\\ 3 & 4 \\end{bmatrix}", "align*"),
+    ("\\sum_{k=1}^{n} \\binom{n}{k} = 2^n", "align*"),
+    ("$x$ and $\\displaystyle\\lim_{x\\to\\infty} e^{-x} = 0$", "center"),
+    ("x", None),
+    ("\\underbrace{a+b}_{c} \\quad \\overrightarrow{AB}", "align*"),
+    ("{\\Large Big} {\\tiny small} \\S 3 \\today", None),
+]
+
+
+def _source(expression: str, environment: str | None) -> str:
+    from manim import TexTemplate
+
+    t = TexTemplate()
+    return t.get_texcode_for_expression_in_env(expression, environment) if environment else \
+        t.get_texcode_for_expression(expression)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fmt")
+    info, why = texformat.build(root)
+    assert info is not None, why
+    return root, info
+
+
+def test_the_default_preamble_is_manims():
+    from manim import TexTemplate
+
+    body = TexTemplate().body
+    assert texformat.preamble_of(body) == texformat.DEFAULT_PREAMBLE
+    assert texformat.body_of(body, texformat.DEFAULT_PREAMBLE).startswith(texformat.BEGIN_DOCUMENT)
+
+
+def test_svgs_are_byte_identical_with_the_format(built, tmp_path):
+    """Not only up to glyph order: the very bytes (a format that preloads fonts would rename the glyphs)."""
+    _root, info = built
+    for k, (expr, env) in enumerate(EXPRESSIONS):
+        src = _source(expr, env)
+        plain_dir, fast_dir = tmp_path / f"p{k}", tmp_path / f"f{k}"
+        plain_dir.mkdir()
+        fast_dir.mkdir()
+        (plain_dir / "e.tex").write_text(src, encoding="utf-8")
+        (fast_dir / "e.tex").write_text(src, encoding="utf-8")
+        plain = texformat._svg(plain_dir / "e.tex", None)
+        fast = texformat._svg(fast_dir / "e.tex", (str(info.path), info.preamble))
+        assert plain is not None, expr
+        assert fast == plain, expr
+
+
+def test_build_refuses_a_format_whose_probes_differ(tmp_path):
+    """The self-check is real: a preamble that sets ``\\everyjob`` runs it when a job starts from its format, not in
+    a plain run, so the probe's bold text gets another mark with the format: refused."""
+    pre = texformat.DEFAULT_PREAMBLE + ("\\def\\jobmark{A}\\everyjob{\\def\\jobmark{B}}\\let\\oldbf\\textbf"
+                                        "\\renewcommand{\\textbf}[1]{\\oldbf{#1\\jobmark}}\n")
+    info, why = texformat.build(tmp_path, pre)
+    assert info is None and "probe 0 gives another SVG with the format" in why, why
+    info, why = texformat.build(tmp_path / "default")
+    assert info is not None, why
+
+
+def test_read_index_takes_only_format_files_of_the_view(tmp_path):
+    (tmp_path / "fmt").mkdir()
+    doc = {"formats": [{"preamble": "a", "file": "fmt/x.fmt"}, {"preamble": "b", "file": "../etc/x.fmt"},
+                       {"preamble": "c", "file": "fmt/../../y.fmt"}, {"preamble": 3, "file": "fmt/z.fmt"}]}
+    (tmp_path / "fmt" / texformat.INDEX_NAME).write_text(json.dumps(doc))
+    assert texformat.read_index(tmp_path) == {"a": str(tmp_path / "fmt" / "x")}
+
+
+SCENE = textwrap.dedent('''
+    from manim import *
+
+    class Eq(Scene):
+        def construct(self):
+            eq = MathTex(r"E = mc^2", r"\\int_0^1 x\\,dx").to_edge(UP)
+            t = Tex(r"a $\\sqrt{2}$ b")
+            self.play(Write(eq), FadeIn(t), run_time=0.4)
+            self.add(MathTex(r"\\mathbb{N}").to_edge(DOWN))
+            self.wait(0.2)
+    ''')
+
+BAD = textwrap.dedent('''
+    from manim import *
+
+    class Bad(Scene):
+        def construct(self):
+            self.add(MathTex(r"x = 1"))
+            self.play(Write(MathTex(r"\\notacommand{y}")))
+    ''')
+
+CUSTOM = textwrap.dedent('''
+    from manim import *
+
+    class Custom(Scene):
+        def construct(self):
+            tpl = TexTemplate()
+            tpl.add_to_preamble(r"\\newcommand{\\R}{\\mathbb{R}}")
+            self.play(Write(MathTex(r"\\R^2", tex_template=tpl)), run_time=0.3)
+    ''')
+
+
+@pytest.fixture(scope="module")
+def worker_cfg(tmp_path_factory):
+    root = tmp_path_factory.mktemp("texformat_render")
+    cfg = RenderConfig(timeout_s=300, tmp_root=str(root / "tmp"), tex_cache_dir=str(root / "cache"))
+    worker = prefork_worker(cfg)
+    yield root, cfg, worker
+    worker.close()
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name,script", [("eq", SCENE), ("bad", BAD), ("custom", CUSTOM)])
+def test_renders_are_identical_with_and_without_the_format(worker_cfg, name, script):
+    """Video bytes, success, the error text of a LaTeX error (the format's failed attempt is undone and manim's own
+    compile prints it) and the output sizes equal a render with the format off; the row says which it was."""
+    root, cfg, worker = worker_cfg
+    fast = render_one(name, script, root / f"fast_{name}", cfg, runner=worker.run)
+    plain = render_one(name, script, root / f"plain_{name}", replace(cfg, tex_format=False), runner=worker.run)
+    assert fast["tex_format"] == "on" and plain["tex_format"] == "off"
+    assert fast["success"] == plain["success"] == (name != "bad"), (fast["error"], plain["error"])
+    if fast["success"]:
+        assert _sha(fast["video_path"]) == _sha(plain["video_path"])
+    else:  # manim's LaTeX error, printed by its own compile after the format's attempt failed
+        assert "latex error converting to dvi" in fast["stderr_tail"].replace("\n", "")
+    norm = (lambda t: re.sub(r"render_[a-z]+_[a-z0-9_]{8}", "SCRATCH", t or ""))  # the scratch dir's random name
+    assert norm(fast["stderr_tail"]) == norm(plain["stderr_tail"])
+    assert (fast["stdout_bytes"], fast["stderr_bytes"]) == (plain["stdout_bytes"], plain["stderr_bytes"])
+
+
+def test_the_format_is_used_only_for_the_default_template(worker_cfg, monkeypatch, tmp_path):
+    """The sample's TeX log (kept by a probe of the wrapper in this process) records a format compile for each
+    default-template expression and none for a custom preamble; a failing one falls back."""
+    root, cfg, _worker = worker_cfg
+    view = texcache.prepare_cache_dir(cfg.tex_cache_dir, tex_format=True)
+    log = tmp_path / "log.jsonl"
+    import manim.utils.tex_file_writing as tfw
+    from manim import TexTemplate, config
+
+    saved = (tfw.tex_to_svg_file, config.media_dir)
+    try:
+        (tmp_path / "media").mkdir()
+        config.media_dir = str(tmp_path / "media")
+        texcache.install(str(view), str(log), use_format=True)
+        tfw.tex_to_svg_file("x^2", "align*", TexTemplate())
+        tpl = TexTemplate()
+        tpl.add_to_preamble("\\usepackage{xcolor}")
+        tfw.tex_to_svg_file("y^2", "align*", tpl)
+        with pytest.raises(ValueError):
+            tfw.tex_to_svg_file("\\undefinedthing", "align*", TexTemplate())
+    finally:
+        tfw.tex_to_svg_file, config.media_dir = saved
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert events.count("format") == 1 and events.count("format_fallback") == 1
+    assert events.count("miss") == 2  # the default one and the custom one; the failure raised before logging
+    assert not list((tmp_path / "media" / "Tex").glob("*.body"))
+
+
+def test_a_changed_format_file_is_rebuilt(tmp_path, caplog):
+    cache = tmp_path / "cache"
+    view = texcache.prepare_cache_dir(cache, tex_format=True)
+    assert texcache.format_state(view) == "on"
+    (fmt,) = (view / "fmt").glob("*.fmt")
+    with open(fmt, "r+b") as f:  # an edit in place keeps the inode and can keep the size and mtime
+        st = os.stat(fmt)
+        f.seek(100)
+        f.write(b"\0")
+    os.utime(fmt, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with caplog.at_level(logging.WARNING):
+        assert texcache.prepare_cache_dir(cache, tex_format=True) == view
+    assert "changed after its self-check" in caplog.text
+    (again,) = (view / "fmt").glob("*.fmt")
+    assert texcache.format_state(view) == "on"
+    info = next(v.fmt for v in texcache._VIEWS.values() if v.path == view)
+    assert texformat.unchanged(info) and hashlib.sha256(again.read_bytes()).hexdigest() == info.sha256
