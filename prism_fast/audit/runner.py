@@ -90,7 +90,8 @@ def tex_cache_env(cfg: AuditConfig, scratch: Path, tex_cache_dir: str | None,
 
     view = texcache.prepare_cache_dir(tex_cache_dir, tex_format=tex_format)
     inside = VIEW_INSIDE if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap") else str(view)
-    env, state = texcache.sample_env(view, inside, scratch / texcache.LOG_NAME, tex_format)
+    env, state = texcache.sample_env(view, inside, scratch / texcache.LOG_NAME, tex_format,
+                                     protected=sandbox.read_only_for_script(cfg.sandbox))
     return env, view, state
 
 

@@ -88,6 +88,9 @@ class RenderConfig:
     # With the TeX cache: compiles of manim's default template start from a self-checked LaTeX format of its
     # preamble (texformat.py): the same SVG bytes, ~0.14 CPU-s less per compile. Rows: ``tex_format``.
     tex_format: bool = True
+    # (file, sha256) of a format the pipeline's driver built and checked while Ray started; None: each worker
+    # builds its own at its first sample (texcache.prepare_cache_dir)
+    tex_format_prebuilt: tuple[str, str] | None = None
     # Manim's per-play scene hashing (``--disable_caching`` when False). The hash only names partial movie
     # files (a repeated hash would reuse one; within one fresh run hashes do not repeat). Skipping it saves
     # ~28 % of a render's CPU with byte-identical mp4s and error text (tests/execute/test_play_hashing.py,
@@ -172,7 +175,8 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
         "net_isolated": False, "fs_readonly": False, "pids_limit": "none", "caps_dropped": False,
         "sandbox": None, "sandbox_protections": None,
         "backend": None, "cache_hit": False, "cache_key": None, "profile": profile.name,
-        "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0, "tex_format": "off", "tex_format_compiles": 0,
+        "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0, "tex_format": "off",
+        "tex_format_compiles": 0,
         "play_hashing": play_hashing,
         "env_fingerprint": fingerprint_hash(manim_bin),
     }
@@ -289,14 +293,18 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     env_extra = None
     visible_at: tuple[tuple[str, str], ...] = ()
     if use_tex_cache:
-        tex_root = texcache.prepare_cache_dir(cfg.tex_cache_dir, tex_format=cfg.tex_format)
+        tex_root = texcache.prepare_cache_dir(cfg.tex_cache_dir, tex_format=cfg.tex_format,
+                                              prebuilt=cfg.tex_format_prebuilt)
         readonly = (*readonly, str(tex_root))
         seen_as = str(tex_root)
         if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap"):
             # the one cache the script reads: read-only, verified entries, shown outside any runs_root path
             seen_as = TEX_CACHE_INSIDE
             visible_at = ((str(tex_root), seen_as),)
-        env_extra, row["tex_format"] = texcache.sample_env(tex_root, seen_as, work / texcache.LOG_NAME, cfg.tex_format)
+        # the format only where our wrapper runs in the sample's process and the view is read-only for scripts
+        env_extra, row["tex_format"] = texcache.sample_env(
+            tex_root, seen_as, work / texcache.LOG_NAME, cfg.tex_format,
+            protected=_child_installs(cfg, row["backend"]) and sandbox.read_only_for_script(cfg.sandbox))
         row["tex_cache"] = "on"
     # text boxes (textboxes.py): only where the recorder is installed (the prefork child), so the script never
     # sees the request; the record leaves the scratch dir through textboxes.collect after the process is gone
@@ -408,7 +416,8 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
     except OSError as exc:  # a full disk or a vanished cache dir must not lose the row
         log.warning("tex cache: harvest failed for %s: %s", row["id"], exc)
         return
-    row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published, tex_format_compiles=stats.format_compiles)
+    row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published,
+               tex_format_compiles=stats.format_compiles)
     for note in stats.notes:
         log.warning("tex cache: %s (%s)", note, row["id"])
 

@@ -661,6 +661,14 @@ def effective_level(requested: str) -> str:
     return "unsafe" if requested == "unsafe" else host_isolation().level
 
 
+def read_only_for_script(requested: str) -> bool:
+    """Whether a path given to a run at this level (``visible_at`` of the view, or ``readonly_paths`` at the unsafe
+    level) is read-only for the script: always in the view (namespaces, bwrap), at the unsafe level only with a
+    mount namespace."""
+    level = effective_level(requested)
+    return level in ("namespaces", "bwrap") or (level == "unsafe" and host_isolation().mountns)
+
+
 def prepare(spec: SandboxSpec) -> Prepared:
     """Decide the level, create the per-run cgroups and the plan the child applies before running anything."""
     host = host_isolation()

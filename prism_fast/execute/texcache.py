@@ -88,7 +88,7 @@ log = logging.getLogger(__name__)
 ENV_CACHE = "PRISM_FAST_TEX_CACHE"  # the verified view of the cache (read-only for the sample)
 ENV_LOG = "PRISM_FAST_TEX_LOG"  # the compile log the wrapper appends to (in the sample's own directory)
 LOG_NAME = ".prism_fast_tex_log.jsonl"
-ENV_FORMAT = "PRISM_FAST_TEX_FORMAT"  # "1": compile from the view's LaTeX format (texformat.py)
+ENV_FORMAT = "PRISM_FAST_TEX_FORMAT"  # the view's LaTeX format to compile from, as the sample sees it (texformat.py)
 VIEW_INSIDE = "/prism_fast_tex_cache"  # where a sandboxed script sees its view of the cache (read-only)
 
 # compiler -> the output formats manim 0.19.0 knows for it (TexTemplate.tex_compiler / output_format)
@@ -150,7 +150,7 @@ def _read_regular(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def install(cache_dir: str, log_path: str, use_format: bool = False) -> None:
+def install(cache_dir: str, log_path: str, format_path: str | None = None) -> None:
     """Wrap manim's ``tex_to_svg_file`` in this (forked, sandboxed) process. Call before manim's CLI runs."""
     import manim
     import manim.mobject.text.tex_mobject as tex_mobject
@@ -158,8 +158,8 @@ def install(cache_dir: str, log_path: str, use_format: bool = False) -> None:
     from manim import config
 
     original = tfw.tex_to_svg_file
-    # checked LaTeX formats of the view, {preamble: format path} (texformat.py); read now, before the script runs
-    formats = texformat.read_index(Path(cache_dir)) if use_format else {}
+    # the checked LaTeX format the parent handed over, {preamble: format path} (texformat.py)
+    formats = {texformat.DEFAULT_PREAMBLE: format_path} if format_path and texformat.usable(format_path) else {}
     # The sha256 the trusted parent verified for each key (the view's verified.txt; the last line wins). Read
     # now, before the script runs: an entry is served only if its bytes still hash to this.
     verified: dict[str, str] = {}
@@ -251,19 +251,34 @@ def install_from_env() -> None:
     (the script sees the scrubbed environment of an uncached render) and install the wrapper."""
     cache_dir = os.environ.pop(ENV_CACHE, None)
     log_path = os.environ.pop(ENV_LOG, None)
-    use_format = os.environ.pop(ENV_FORMAT, None) == "1"
+    format_path = os.environ.pop(ENV_FORMAT, None)
     if cache_dir and log_path:
-        install(cache_dir, log_path, use_format)
+        install(cache_dir, log_path, format_path)
 
 
-def sample_env(view: Path, seen_as: str, log_path: Path, tex_format: bool) -> tuple[dict[str, str], str]:
+def sample_env(view: Path, seen_as: str, log_path: Path, tex_format: bool,
+               protected: bool) -> tuple[dict[str, str], str]:
     """The variables that give a sample the view (seen at ``seen_as``) and, with ``tex_format`` and a checked
-    format in the view, the format; and the sample's ``tex_format`` row value (on | off | failed)."""
+    format in the view, the format's path as the sample sees it; and the sample's ``tex_format`` row value:
+    on | off | failed (no checked format) | unavailable (``protected`` is False: the view would be writable by
+    scripts, so one sample could leave a format for the next, or the sample's process installs no wrapper)."""
     env = {ENV_CACHE: seen_as, ENV_LOG: str(log_path)}
-    state = format_state(view) if tex_format else "off"
-    if state == "on":
-        env[ENV_FORMAT] = "1"
-    return env, state
+    if not tex_format:
+        return env, "off"
+    if not protected:
+        if "unavailable" not in _WARNED:
+            _WARNED.add("unavailable")
+            log.warning("tex cache: the LaTeX format is not used at this sandbox level (the view is not read-only "
+                        "for scripts, or the sample runs without our wrappers); rows: tex_format=unavailable")
+        return env, "unavailable"
+    view_state = next((v for v in _VIEWS.values() if v.path == Path(view)), None)
+    if view_state is None or view_state.fmt is None:
+        return env, format_state(view)
+    env[ENV_FORMAT] = f"{seen_as}/{texformat.FMT_DIR}/{view_state.fmt.name}"
+    return env, "on"
+
+
+_WARNED: set[str] = set()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -609,7 +624,7 @@ def _sync(view: _View) -> None:
             view.dirs[sub.name] = ident if now - st.st_mtime_ns > 1_000_000_000 else None
 
 
-def _keep_format(view: _View, wanted: bool) -> None:
+def _keep_format(view: _View, wanted: bool, prebuilt: tuple[str, str] | None = None) -> None:
     """Build the view's format the first time it is wanted, and again (with a warning) when its file is no longer
     the one that was checked."""
     if not wanted:
@@ -620,6 +635,13 @@ def _keep_format(view: _View, wanted: bool) -> None:
         view.fmt, view.fmt_state = None, "off"
     if view.fmt_state == "failed" or view.fmt is not None:
         return
+    if prebuilt is not None:
+        info, why = texformat.adopt(view.path, prebuilt[0], prebuilt[1])
+        if info is not None:
+            view.fmt, view.fmt_state = info, "on"
+            log.info("tex cache: LaTeX format %s taken from %s in %.2f s", info.name, prebuilt[0], info.build_s)
+            return
+        log.info("tex cache: the prebuilt LaTeX format was not taken (%s); building one here", why)
     info, why = texformat.build(view.path)
     if info is None:
         shutil.rmtree(view.path / texformat.FMT_DIR, ignore_errors=True)
@@ -632,12 +654,13 @@ def _keep_format(view: _View, wanted: bool) -> None:
 
 
 def prepare_cache_dir(cache_dir: str | os.PathLike, integrity_key: bytes | None = None,
-                      tex_format: bool = False) -> Path:
+                      tex_format: bool = False, prebuilt: tuple[str, str] | None = None) -> Path:
     """Create the cache's folders and return the directory to give the next sample (read-only, as the
     :data:`ENV_CACHE` of :func:`install`): this process's verified view of the cache, brought up to date
     (module docstring). ``integrity_key``: default, the key of :func:`prism_fast.integrity.default_key_dir`.
     ``tex_format``: the view also holds a self-checked LaTeX format of manim's default preamble (texformat.py);
-    :func:`format_state` says whether it does."""
+    :func:`format_state` says whether it does. ``prebuilt``: (file, sha256) of a format trusted code already built
+    and checked (``texformat.adopt``; the pipeline's driver builds one while Ray starts), else it is built here."""
     root = _root(cache_dir)
     ikey = _key_for(root, integrity_key)
     ident = (os.getpid(), str(root), fsutil.sha256_hex(ikey))
@@ -645,7 +668,7 @@ def prepare_cache_dir(cache_dir: str | os.PathLike, integrity_key: bytes | None 
     if view is None or not (view.path / MANIFEST_NAME).is_file():
         view = _VIEWS[ident] = _new_view(root, ikey)
     _sync(view)
-    _keep_format(view, tex_format)
+    _keep_format(view, tex_format, prebuilt)
     return view.path
 
 

@@ -24,14 +24,14 @@ Where it is not used, the compile is manim's own, unchanged:
 Who builds it: the trusted parent, once per cache view (:func:`build`), with the system's ``etex`` on a preamble that
 is ours, never a script's. Before it is used it passes a self-check: probe expressions compiled with and without it
 must give byte-identical SVGs; otherwise it is not used, with a warning, and rows say ``tex_format=failed``. A sample
-sees it read-only inside the verified TeX cache view (texcache.py). A script that overrides a package in its own
-``TEXMFHOME`` gets the standard package with the format, as it already does from a verified cache entry.
+sees it read-only inside the verified TeX cache view (texcache.py), which hands its path over in the sample's
+environment. A script that overrides a package in its own ``TEXMFHOME`` gets the standard package with the format,
+as it already does from a verified cache entry.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -45,7 +45,6 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 FMT_DIR = "fmt"
-INDEX_NAME = "formats.json"
 # manim 0.19.0's TexTemplate(): documentclass + preamble, then "\begin{document}" (tests check this against manim)
 DEFAULT_PREAMBLE = ("\\documentclass[preview]{standalone}\n\\usepackage[english]{babel}\n\\usepackage{amsmath}\n"
                     "\\usepackage{amssymb}\n")
@@ -55,7 +54,8 @@ BEGIN_DOCUMENT = "\\begin{document}"
 PROBES = (
     "\\begin{center}\nHello, Wörld -- fi ffl? \\textbf{bold} \\emph{it}\n\\end{center}",
     "\\begin{align*}\n\\int_0^1 x^2\\,dx = \\frac{1}{3},\\quad \\mathbb{R} \\ni \\sqrt[3]{\\alpha}\n\\end{align*}",
-    "\\begin{center}\n$\\displaystyle\\sum_{k=1}^{n} \\binom{n}{k} \\leqslant \\lim_{x\\to\\infty} e^{x}$\n\\end{center}",
+    "\\begin{center}\n$\\displaystyle\\sum_{k=1}^{n} \\binom{n}{k} \\leqslant"
+    " \\lim_{x\\to\\infty} e^{x}$\n\\end{center}",
 )
 BUILD_TIMEOUT_S = 60.0
 
@@ -205,30 +205,41 @@ def build(dest: Path, preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | No
         os.replace(built, final)
     sha = hashlib.sha256(final.read_bytes()).hexdigest()
     info = FormatInfo(name, preamble, final.with_suffix(""), sha, _ident(final), time.perf_counter() - t0)
-    index = {"formats": [{"name": name, "preamble": preamble, "file": f"{FMT_DIR}/{name}.fmt"}]}
-    tmp_index = fmt_dir / (INDEX_NAME + ".tmp")
-    tmp_index.write_text(json.dumps(index, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp_index, fmt_dir / INDEX_NAME)
     return info, ""
+
+
+def adopt(dest: Path, source: str | os.PathLike, sha256: str,
+          preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | None, str]:
+    """Take into ``<dest>/fmt/`` a format that another trusted process built and self-checked with :func:`build`
+    (its file and the sha256 it recorded, handed over by trusted code, e.g. the driver to its render actors).
+    Copied, not linked, and hashed as copied; (info, "") or (None, why not)."""
+    t0 = time.perf_counter()
+    name = format_name(preamble)
+    if Path(source).name != name + ".fmt":
+        return None, f"{Path(source).name} is not the format of this preamble"
+    try:
+        data = Path(source).read_bytes()
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    if hashlib.sha256(data).hexdigest() != sha256:
+        return None, "its sha256 is not the one recorded when it was built"
+    fmt_dir = Path(dest) / FMT_DIR
+    fmt_dir.mkdir(parents=True, exist_ok=True)
+    final = fmt_dir / f"{name}.fmt"
+    tmp = fmt_dir / f".{name}.{os.getpid()}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, final)
+    if hashlib.sha256(final.read_bytes()).hexdigest() != sha256:
+        final.unlink(missing_ok=True)
+        return None, "changed while it was copied"
+    return FormatInfo(name, preamble, final.with_suffix(""), sha256, _ident(final), time.perf_counter() - t0), ""
+
+
+def usable(path: str, preamble: str = DEFAULT_PREAMBLE) -> bool:
+    """In the sample: whether the format path the parent handed over is the format of ``preamble`` (by its name)."""
+    return bool(path) and Path(path).name == format_name(preamble)
 
 
 def unchanged(info: FormatInfo) -> bool:
     """Whether the format file is still the very file that was built and checked (an edit changes its ctime)."""
     return _ident(info.path.with_suffix(".fmt")) == info.ident
-
-
-def read_index(view: Path, limit: int = 1 << 20) -> dict[str, str]:
-    """In the sample's process: {preamble: path of the format without ``.fmt``} of the view's index."""
-    try:
-        with open(Path(view) / FMT_DIR / INDEX_NAME, "rb") as f:
-            raw = f.read(limit + 1)
-        doc = json.loads(raw.decode("utf-8")) if len(raw) <= limit else {}
-    except (OSError, ValueError):
-        return {}
-    out: dict[str, str] = {}
-    for ent in doc.get("formats", []) if isinstance(doc, dict) else []:
-        if isinstance(ent, dict) and isinstance(ent.get("preamble"), str) and isinstance(ent.get("file"), str):
-            rel = ent["file"]
-            if rel.startswith(FMT_DIR + "/") and rel.endswith(".fmt") and ".." not in rel:
-                out[ent["preamble"]] = str(Path(view) / rel[:-4])
-    return out

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from prism_fast.dataset.bundled import bundled_dataset_path
@@ -90,6 +93,40 @@ def _forget_stale_outputs(opts: EvalOptions, stale: dict) -> None:
                          (sid for _, sid in stale["exec"].keys))
 
 
+def _start_format_prebuild(opts: EvalOptions, stages) -> tuple | None:
+    """The LaTeX format of the render workers (execute/texformat.py), built and self-checked in a thread of this
+    process while Ray starts (mostly waiting), instead of by each worker at its first sample. Returns (future, its
+    directory), or None where the Exec stage does not run with the format."""
+    cfg = opts.render
+    if not (cfg.tex_cache_dir and cfg.tex_format and opts.execute.prefork and any(s.name == "exec" for s in stages)):
+        return None
+    from concurrent.futures import ThreadPoolExecutor
+
+    from prism_fast.execute import texformat
+
+    tmp = Path(cfg.tex_cache_dir) / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    where = Path(tempfile.mkdtemp(prefix="format_", dir=str(tmp)))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tex-format")
+    future = pool.submit(texformat.build, where)
+    pool.shutdown(wait=False)
+    return future, where
+
+
+def _take_prebuilt_format(opts: EvalOptions, prebuild: tuple) -> None:
+    """Hand the driver's format to the render workers (``RenderConfig.tex_format_prebuilt``); where it could not
+    be built, each worker builds (and self-checks) its own and says so."""
+    try:
+        info, why = prebuild[0].result()
+    except Exception as exc:  # noqa: BLE001 - the workers build their own
+        info, why = None, f"{type(exc).__name__}: {exc}"
+    if info is None:
+        log.warning("tex cache: the driver could not build the LaTeX format (%s); each render worker tries itself",
+                    why)
+        return
+    opts.render = replace(opts.render, tex_format_prebuilt=(str(info.path.with_suffix(".fmt")), info.sha256))
+
+
 def run_eval(opts: EvalOptions) -> dict:
     from prism_fast.execute.stage import generation_report
     from prism_fast.pipeline.eval_stages import STAGES
@@ -129,11 +166,18 @@ def run_eval(opts: EvalOptions) -> dict:
     _write_task_rows(opts, run)
     timings["dataset"] = time.perf_counter() - t0
 
+    prebuild = _start_format_prebuild(opts, stages)
     ensure_ray(opts.ray_address, opts.ray_num_cpus, opts.ray_num_gpus, opts.ray_runtime_env)
-    for stage in stages:
-        t0 = time.perf_counter()
-        run_stage(stage, run)
-        timings[stage.name] = time.perf_counter() - t0
+    try:
+        if prebuild is not None:
+            _take_prebuilt_format(opts, prebuild)
+        for stage in stages:
+            t0 = time.perf_counter()
+            run_stage(stage, run)
+            timings[stage.name] = time.perf_counter() - t0
+    finally:
+        if prebuild is not None:
+            shutil.rmtree(prebuild[1], ignore_errors=True)
 
     summary = summarize_run(store, opts.model_name, [t.id for t in tasks], timings,
                             current={s: fps.expected(s) for s in fps.settings_sha if s != "tasks"})

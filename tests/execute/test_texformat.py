@@ -83,12 +83,20 @@ def test_build_refuses_a_format_whose_probes_differ(tmp_path):
     assert info is not None, why
 
 
-def test_read_index_takes_only_format_files_of_the_view(tmp_path):
-    (tmp_path / "fmt").mkdir()
-    doc = {"formats": [{"preamble": "a", "file": "fmt/x.fmt"}, {"preamble": "b", "file": "../etc/x.fmt"},
-                       {"preamble": "c", "file": "fmt/../../y.fmt"}, {"preamble": 3, "file": "fmt/z.fmt"}]}
-    (tmp_path / "fmt" / texformat.INDEX_NAME).write_text(json.dumps(doc))
-    assert texformat.read_index(tmp_path) == {"a": str(tmp_path / "fmt" / "x")}
+def test_a_sample_gets_the_format_only_from_a_protected_view(tmp_path):
+    """The parent hands the format's path over in the sample's environment (no index file a script could edit);
+    a view scripts could write (``protected=False``) gets none, and the row says why."""
+    view = texcache.prepare_cache_dir(tmp_path / "cache", tex_format=True)
+    env, state = texcache.sample_env(view, "/inside", tmp_path / "log", True, protected=True)
+    (fmt,) = (view / "fmt").glob("*.fmt")
+    assert state == "on" and env[texcache.ENV_FORMAT] == "/inside/fmt/" + fmt.stem
+    env, state = texcache.sample_env(view, "/inside", tmp_path / "log", True, protected=False)
+    assert state == "unavailable" and texcache.ENV_FORMAT not in env
+    env, state = texcache.sample_env(view, "/inside", tmp_path / "log", False, protected=True)
+    assert state == "off" and texcache.ENV_FORMAT not in env
+    # in the sample: only a path named after the default preamble's format is taken
+    assert texformat.usable("/inside/fmt/" + fmt.stem)
+    assert not texformat.usable("/inside/fmt/other") and not texformat.usable("")
 
 
 SCENE = textwrap.dedent('''
@@ -167,7 +175,8 @@ def test_the_format_is_used_only_for_the_default_template(worker_cfg, monkeypatc
     try:
         (tmp_path / "media").mkdir()
         config.media_dir = str(tmp_path / "media")
-        texcache.install(str(view), str(log), use_format=True)
+        (fmt,) = (view / "fmt").glob("*.fmt")
+        texcache.install(str(view), str(log), format_path=str(fmt.with_suffix("")))
         tfw.tex_to_svg_file("x^2", "align*", TexTemplate())
         tpl = TexTemplate()
         tpl.add_to_preamble("\\usepackage{xcolor}")
@@ -199,3 +208,26 @@ def test_a_changed_format_file_is_rebuilt(tmp_path, caplog):
     assert texcache.format_state(view) == "on"
     info = next(v.fmt for v in texcache._VIEWS.values() if v.path == view)
     assert texformat.unchanged(info) and hashlib.sha256(again.read_bytes()).hexdigest() == info.sha256
+
+
+def test_a_prebuilt_format_is_taken_only_as_built(built, tmp_path, caplog):
+    """The driver builds the format while Ray starts (pipeline/run.py) and hands (file, sha256) to its workers: a
+    worker takes a copy whose hash it checks; another file or another hash is refused and the worker builds its
+    own, with a log line."""
+    _root, info = built
+    src = info.path.with_suffix(".fmt")
+    taken, why = texformat.adopt(tmp_path / "a", src, info.sha256)
+    assert taken is not None, why
+    assert taken.sha256 == info.sha256 and taken.path != info.path and texformat.unchanged(taken)
+    assert os.stat(taken.path.with_suffix(".fmt")).st_ino != os.stat(src).st_ino  # a copy, not a link
+    assert texformat.adopt(tmp_path / "b", src, "0" * 64)[0] is None
+    other = tmp_path / "other.fmt"
+    other.write_bytes(src.read_bytes())
+    assert texformat.adopt(tmp_path / "c", other, info.sha256)[0] is None
+    with caplog.at_level(logging.INFO, logger="prism_fast.execute.texcache"):
+        view = texcache.prepare_cache_dir(tmp_path / "cache", tex_format=True, prebuilt=(str(src), "f" * 64))
+    assert "was not taken" in caplog.text and texcache.format_state(view) == "on"  # built its own instead
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="prism_fast.execute.texcache"):
+        view2 = texcache.prepare_cache_dir(tmp_path / "cache2", tex_format=True, prebuilt=(str(src), info.sha256))
+    assert texcache.format_state(view2) == "on" and "taken from" in caplog.text

@@ -23,6 +23,9 @@ def test_every_bundled_reference_answer_renders(reference_run):
     assert not failed, f"reference answers that do not render: {json.dumps(failed, indent=1)}"
     for r in rows.values():
         assert r["status"] == "ok" and r["exit_status"] == 0 and r["cpu_s"] > 0 and r["peak_rss_mb"] > 0
+        assert r["tex_cache"] == "on" and r["tex_format"] == "on", (r["id"], r["tex_cache"], r["tex_format"])
+    # the MathTex of the EN answers compiled from the LaTeX format (the driver's, execute/texformat.py)
+    assert sum(r["tex_format_compiles"] for r in rows.values()) > 20
     groups = {g["lang"]: g for g in summary["groups"]}
     assert groups["en"]["exec_pct"] == 100.0 and groups["zh"]["exec_pct"] == 100.0
 

@@ -1,0 +1,121 @@
+"""LaTeX format benchmark (issue #19 item 6, execute/texformat.py): the same renders and separate audits with the
+format off and on, one at a time, side by side.
+
+    .venv/bin/python -m bench.tex_format_bench [--scripts DIR] [--limit N] [--audit-ids ID,ID,...] [--json out.json]
+
+Renders: every ``<id>.py`` of ``--scripts`` (default: the bundled reference answers, EN then ZH), ``--limit`` of
+them, each rendered with the format off and then on (interleaved), through one prefork worker per side with the
+TeX cache on (each side its own fresh cache, so both see the same first/second/third sightings); CPU = the render
+child's user+sys. Separate audits (``--audit-ids``, scripts of
+``--scripts``): ``audit_one`` with the prefork audit worker and the render's TeX cache, wall time per audit (the
+first "on" audit includes building the format). Every video and every audit report must be byte-identical between
+the sides (a PROBLEM line and exit status 1 otherwise). Benchmark, not a test: run it on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from prism_fast.audit.config import AuditConfig  # noqa: E402
+from prism_fast.audit.runner import audit_one  # noqa: E402
+from prism_fast.execute.render import RenderConfig, prefork_worker, render_one  # noqa: E402
+
+
+def _sha(path) -> str | None:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path and Path(path).exists() else None
+
+
+def renders(scripts: list[Path]) -> dict:
+    """Each script with the format off, then on (interleaved, so that neither side pays the cold caches alone);
+    one prefork worker and one fresh TeX cache per side."""
+    root = Path(tempfile.mkdtemp(prefix="texfmt_bench_"))
+    sides = {}
+    for name, on in (("off", False), ("on", True)):
+        cfg = RenderConfig(timeout_s=600, tmp_root=str(root / name / "tmp"), tex_cache_dir=str(root / name / "cache"),
+                           tex_format=on)
+        sides[name] = (cfg, prefork_worker(cfg), {})
+    try:
+        for path in scripts:
+            for name, (cfg, worker, out) in sides.items():
+                row = render_one(path.stem, path.read_text(encoding="utf-8"), root / name / "out", cfg,
+                                 runner=worker.run)
+                out[path.stem] = {"cpu_s": row["cpu_s"], "success": row["success"],
+                                  "video": _sha(row["video_path"]), "tex_format": row["tex_format"],
+                                  "format_compiles": row["tex_format_compiles"]}
+    finally:
+        for _cfg, worker, _out in sides.values():
+            worker.close()
+    return {name: out for name, (_c, _w, out) in sides.items()}
+
+
+def audits(scripts: list[Path], tex_format: bool) -> dict:
+    root = Path(tempfile.mkdtemp(prefix="texfmt_audit_"))
+    cfg = AuditConfig(prefork=True)
+    out = {}
+    for path in scripts:
+        t0 = time.perf_counter()
+        row = audit_one(path.stem, path.read_text(encoding="utf-8"), root / "w", cfg,
+                        tex_cache_dir=str(root / "cache"), tex_format=tex_format)
+        out[path.stem] = {"wall_s": time.perf_counter() - t0, "pass": row.get("visual_structure_pass"),
+                          "report": _sha(root / "w" / "audits" / path.stem / "audit_report.json"),
+                          "tex_format": row.get("tex_format"), "format_compiles": row.get("tex_format_compiles")}
+    return out
+
+
+def _bundled() -> list[Path]:
+    base = ROOT / "prism_fast" / "dataset" / "data" / "samples"
+    return sorted((base / "en").glob("*.py")) + sorted((base / "zh").glob("*.py"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scripts", default=None, help="directory of <id>.py (default: the bundled reference answers)")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--audit-ids", default="", help="comma-separated ids of --scripts to audit separately")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    scripts = sorted(Path(args.scripts).glob("*.py")) if args.scripts else _bundled()
+    scripts = scripts[:args.limit] if args.limit else scripts
+    by_id = {p.stem: p for p in (sorted(Path(args.scripts).glob("*.py")) if args.scripts else _bundled())}
+    audit_scripts = [by_id[i] for i in args.audit_ids.split(",") if i]
+    problems, result = [], {"renders": {}, "audits": {}}
+    if scripts:
+        result["renders"] = both = renders(scripts)
+        off, on = both["off"], both["on"]
+        for k in off:
+            if (off[k]["video"], off[k]["success"]) != (on[k]["video"], on[k]["success"]):
+                problems.append(f"render {k}: video or success differs")
+        c_off, c_on = sum(v["cpu_s"] for v in off.values()), sum(v["cpu_s"] for v in on.values())
+        n_fmt = sum(v["format_compiles"] for v in on.values())
+        print(f"renders: {len(scripts)} scripts, format off {c_off:.1f} CPU-s, on {c_on:.1f} CPU-s "
+              f"({n_fmt} compiles from the format): on/off = {c_on / c_off:.3f}")
+    if audit_scripts:
+        off, on = audits(audit_scripts, False), audits(audit_scripts, True)
+        result["audits"] = {"off": off, "on": on}
+        for k in off:
+            if (off[k]["report"], off[k]["pass"]) != (on[k]["report"], on[k]["pass"]):
+                problems.append(f"audit {k}: report or pass differs")
+        w_off, w_on = sum(v["wall_s"] for v in off.values()), sum(v["wall_s"] for v in on.values())
+        n_fmt = sum(v["format_compiles"] or 0 for v in on.values())
+        print(f"separate audits: {len(audit_scripts)} scripts, format off {w_off:.1f} s, on {w_on:.1f} s "
+              f"({n_fmt} compiles from the format; the first includes building it): on/off = {w_on / w_off:.3f}")
+    for p in problems:
+        print("PROBLEM:", p)
+    if not problems:
+        print("every video and report identical between the sides")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
