@@ -6,9 +6,9 @@ format off and on, one at a time, side by side.
 Renders: every ``<id>.py`` of ``--scripts`` (default: the bundled reference answers, EN then ZH), ``--limit`` of
 them, each rendered with the format off and then on (interleaved), through one prefork worker per side with the
 TeX cache on (each side its own fresh cache, so both see the same first/second/third sightings); CPU = the render
-child's user+sys. Separate audits (``--audit-ids``, scripts of
-``--scripts``): ``audit_one`` with the prefork audit worker and the render's TeX cache, wall time per audit (the
-first "on" audit includes building the format). Every video and every audit report must be byte-identical between
+child's user+sys. Separate audits (``--audit-ids``, scripts of ``--scripts``): ``audit_one`` with the prefork audit
+worker and a TeX cache, off and on interleaved as well, wall time per audit (the first "on" audit includes building
+the format). Every video and every audit report must be byte-identical between
 the sides (a PROBLEM line and exit status 1 otherwise). Benchmark, not a test: run it on an otherwise idle machine.
 """
 
@@ -57,18 +57,20 @@ def renders(scripts: list[Path]) -> dict:
     return {name: out for name, (_c, _w, out) in sides.items()}
 
 
-def audits(scripts: list[Path], tex_format: bool) -> dict:
+def audits(scripts: list[Path]) -> dict:
+    """Each script audited with the format off, then on (interleaved); each side its own fresh TeX cache."""
     root = Path(tempfile.mkdtemp(prefix="texfmt_audit_"))
     cfg = AuditConfig(prefork=True)
-    out = {}
+    sides: dict = {"off": {}, "on": {}}
     for path in scripts:
-        t0 = time.perf_counter()
-        row = audit_one(path.stem, path.read_text(encoding="utf-8"), root / "w", cfg,
-                        tex_cache_dir=str(root / "cache"), tex_format=tex_format)
-        out[path.stem] = {"wall_s": time.perf_counter() - t0, "pass": row.get("visual_structure_pass"),
-                          "report": _sha(root / "w" / "audits" / path.stem / "audit_report.json"),
-                          "tex_format": row.get("tex_format"), "format_compiles": row.get("tex_format_compiles")}
-    return out
+        for name, out in sides.items():
+            t0 = time.perf_counter()
+            row = audit_one(path.stem, path.read_text(encoding="utf-8"), root / name / "w", cfg,
+                            tex_cache_dir=str(root / name / "cache"), tex_format=name == "on")
+            out[path.stem] = {"wall_s": time.perf_counter() - t0, "pass": row.get("visual_structure_pass"),
+                              "report": _sha(root / name / "w" / "audits" / path.stem / "audit_report.json"),
+                              "tex_format": row.get("tex_format"), "format_compiles": row.get("tex_format_compiles")}
+    return sides
 
 
 def _bundled() -> list[Path]:
@@ -79,12 +81,12 @@ def _bundled() -> list[Path]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scripts", default=None, help="directory of <id>.py (default: the bundled reference answers)")
-    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--limit", type=int, default=None, help="render the first N scripts (0: none)")
     ap.add_argument("--audit-ids", default="", help="comma-separated ids of --scripts to audit separately")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     scripts = sorted(Path(args.scripts).glob("*.py")) if args.scripts else _bundled()
-    scripts = scripts[:args.limit] if args.limit else scripts
+    scripts = scripts[:args.limit] if args.limit is not None else scripts  # --limit 0: audits only
     by_id = {p.stem: p for p in (sorted(Path(args.scripts).glob("*.py")) if args.scripts else _bundled())}
     audit_scripts = [by_id[i] for i in args.audit_ids.split(",") if i]
     problems, result = [], {"renders": {}, "audits": {}}
@@ -99,8 +101,8 @@ def main() -> int:
         print(f"renders: {len(scripts)} scripts, format off {c_off:.1f} CPU-s, on {c_on:.1f} CPU-s "
               f"({n_fmt} compiles from the format): on/off = {c_on / c_off:.3f}")
     if audit_scripts:
-        off, on = audits(audit_scripts, False), audits(audit_scripts, True)
-        result["audits"] = {"off": off, "on": on}
+        result["audits"] = both = audits(audit_scripts)
+        off, on = both["off"], both["on"]
         for k in off:
             if (off[k]["report"], off[k]["pass"]) != (on[k]["report"], on[k]["pass"]):
                 problems.append(f"audit {k}: report or pass differs")

@@ -86,7 +86,7 @@ class RenderConfig:
     # changing videos or output text; rows record the hits (render time is then not the uncached time).
     tex_cache_dir: str | None = None
     # With the TeX cache: compiles of manim's default template start from a self-checked LaTeX format of its
-    # preamble (texformat.py): the same SVG bytes, ~0.14 CPU-s less per compile. Rows: ``tex_format``.
+    # preamble (texformat.py): the same SVG bytes, ~0.05-0.07 CPU-s less per compile. Rows: ``tex_format``.
     tex_format: bool = True
     # (file, sha256) of a format the pipeline's driver built and checked while Ray started; None: each worker
     # builds its own at its first sample (texcache.prepare_cache_dir)

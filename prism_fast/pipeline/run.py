@@ -166,7 +166,7 @@ def run_eval(opts: EvalOptions) -> dict:
     _write_task_rows(opts, run)
     timings["dataset"] = time.perf_counter() - t0
 
-    prebuild = _start_format_prebuild(opts, stages)
+    prebuild = _start_format_prebuild(opts, stages) if any(i.script for i in inputs) else None
     ensure_ray(opts.ray_address, opts.ray_num_cpus, opts.ray_num_gpus, opts.ray_runtime_env)
     try:
         if prebuild is not None:

@@ -197,7 +197,7 @@ def test_prism_fast_cli_records_outside_entries_as_rows_and_copies_nothing(tmp_p
          f"dataset.ids=[{','.join(ids)}]", f"runs_root={runs}", "cluster.num_cpus=2"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
-    (run_dir,) = list(runs.iterdir())  # <model>-<lang>-<profile>
+    (run_dir,) = [p for p in runs.iterdir() if p.name != ".cache"]  # <model>-<lang>-<profile> (and caches)
     store = ResultsStore(run_dir)
     tasks = {r["id"]: r for r in store.read("tasks").to_pylist()}
     execs = {r["id"]: r for r in store.read("exec").to_pylist()}
