@@ -88,9 +88,10 @@ class RenderConfig:
     # With the TeX cache: compiles of manim's default template start from a self-checked LaTeX format of its
     # preamble (texformat.py): the same SVG bytes, ~0.05-0.07 CPU-s less per compile. Rows: ``tex_format``.
     tex_format: bool = True
-    # (file, sha256) of a format the pipeline's driver built and checked while Ray started; None: each worker
-    # builds its own at its first sample (texcache.prepare_cache_dir)
-    tex_format_prebuilt: tuple[str, str] | None = None
+    # (file, sha256, render environment fingerprint) of a format the pipeline's driver built and checked while Ray
+    # started; taken only by a worker whose own fingerprint (manim, TeX, fonts) is the same. None, or another
+    # environment: each worker builds and checks its own at its first sample (texcache.prepare_cache_dir)
+    tex_format_prebuilt: tuple[str, str, str] | None = None
     # Manim's per-play scene hashing (``--disable_caching`` when False). The hash only names partial movie
     # files (a repeated hash would reuse one; within one fresh run hashes do not repeat). Skipping it saves
     # ~28 % of a render's CPU with byte-identical mp4s and error text (tests/execute/test_play_hashing.py,
@@ -293,8 +294,9 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     env_extra = None
     visible_at: tuple[tuple[str, str], ...] = ()
     if use_tex_cache:
+        pre = cfg.tex_format_prebuilt
         tex_root = texcache.prepare_cache_dir(cfg.tex_cache_dir, tex_format=cfg.tex_format,
-                                              prebuilt=cfg.tex_format_prebuilt)
+                                              prebuilt=pre[:2] if pre and pre[2] == row["env_fingerprint"] else None)
         readonly = (*readonly, str(tex_root))
         seen_as = str(tex_root)
         if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap"):

@@ -74,6 +74,7 @@ import shlex
 import shutil
 import socket
 import stat
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -134,9 +135,10 @@ def manim_tex_hash(text: str) -> str:
 
 
 def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The bytes of a regular file (no symlink followed) of at most ``limit`` bytes, else None."""
+    """The bytes of a regular file (no symlink followed) of at most ``limit`` bytes, else None. ``O_NONBLOCK``: a
+    FIFO a sample left under the name does not block the trusted reader (it is then refused as not regular)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -230,15 +232,26 @@ def _format_compile(tex_file: Path, output_format: str, tex_dir: Path, formats: 
     fmt = formats.get(preamble) if preamble is not None else None
     if fmt is None:
         return
-    body = tex_file.with_suffix(texformat.BODY_SUFFIX)
+    # the document part, in a fresh private directory named like the .tex file (nothing the script left next to the
+    # .tex file, e.g. ``<hash>.body.tex``, can stand in for it, and manim's clean-up of its Tex dir never sees it)
+    where = None
+    cp = None
     try:
+        where = Path(tempfile.mkdtemp(prefix="prism_fmt_"))
+        body = where / tex_file.name
         body.write_text(texformat.body_of(text, preamble), encoding="utf-8")
-        cp = subprocess.run(texformat.latex_command(fmt, body, tex_dir), stdout=subprocess.DEVNULL)
+        cp = subprocess.run(texformat.latex_command(fmt, body, tex_dir), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
         ok = cp.returncode == 0 and result.exists()
     except OSError:
         ok = False
-    body.unlink(missing_ok=True)
+    finally:
+        if where is not None:
+            shutil.rmtree(where, ignore_errors=True)
     if ok:
+        if cp.stderr:  # what latex printed, as manim's own compile would have let it through; dropped on a fallback
+            sys.stderr.flush()
+            os.write(2, cp.stderr)
         _log({"event": "format", "tex": tex_file.name})
         return
     for suffix in (output_format, ".log", ".aux"):  # nothing of this attempt reaches manim's own compile

@@ -8,7 +8,8 @@ format 0.09-0.10; inside the sandbox, 12 ``MathTex`` of one scene 4.35 → 3.50 
 per compile). dvisvgm (≈ 0.1 s) is unchanged.
 
 How a compile uses it: the part of the ``.tex`` file from its first ``\\begin{document}`` on is written next to it
-(``<hash>.body``, removed afterwards) and compiled with ``-fmt=<format> -jobname=<hash>`` and manim's other options,
+(as ``<hash>.tex`` in a private directory, removed afterwards, after one comment line per preamble line) and compiled
+with ``-fmt=<format> -progname=latex -jobname=<hash>`` and manim's other options,
 so the ``.dvi`` has manim's name and TeX runs the document part from the very state the preamble leaves. TeX's state
 at ``\\begin{document}`` depends only on the text before it, so the format is used only where that text equals,
 byte for byte, the preamble it was dumped from. (``mylatexformat``, which skips the preamble of the full file instead,
@@ -58,6 +59,7 @@ PROBES = (
     "\\begin{align*}\n\\int_0^1 x^2\\,dx = \\frac{1}{3},\\quad \\mathbb{R} \\ni \\sqrt[3]{\\alpha}\n\\end{align*}",
     "\\begin{center}\n$\\displaystyle\\sum_{k=1}^{n} \\binom{n}{k} \\leqslant"
     " \\lim_{x\\to\\infty} e^{x}$\n\\end{center}",
+    "line \\the\\inputlineno\\ of \\jobname",  # where the document stands in its file, and under which name
 )
 BUILD_TIMEOUT_S = 60.0
 
@@ -110,20 +112,21 @@ def format_name(preamble: str) -> str:
     return "prism_" + hashlib.sha256(preamble.encode("utf-8")).hexdigest()[:16]
 
 
-BODY_SUFFIX = ".body"
-
-
 def body_of(source: str, preamble: str) -> str:
-    """What a compile with the format of ``preamble`` reads: the source from its ``\\begin{document}`` on."""
-    return source[len(preamble):]
+    """What a compile with the format of ``preamble`` reads: the source from its ``\\begin{document}`` on, after one
+    comment line per line of the preamble, so that ``\\inputlineno`` and the line numbers of errors are those of
+    the full file (red team: a document can typeset or test its line number)."""
+    return "%\n" * preamble.count("\n") + source[len(preamble):]
 
 
 def latex_command(fmt_path: str, body_file: Path, out_dir: Path) -> list[str]:
-    """manim 0.19.0's ``latex`` command line for a ``.dvi`` (:func:`compile_commands`) on the body file, started from
-    the format and named after the ``.tex`` file (``<hash>.body`` -> ``-jobname=<hash>``)."""
-    job = body_file.name[:-len(BODY_SUFFIX)] if body_file.name.endswith(BODY_SUFFIX) else body_file.stem
-    return ["latex", f"-fmt={fmt_path}", f"-jobname={job}", "-interaction=batchmode", "-output-format=dvi",
-            "-halt-on-error", f"-output-directory={out_dir.as_posix()}", f"{body_file.as_posix()}"]
+    """manim 0.19.0's ``latex`` command line for a ``.dvi`` (:func:`compile_commands`) on the body file (named like the
+    ``.tex`` file, in another directory), started from the format. ``-progname=latex``: kpathsea would otherwise take
+    the format's path as the program name and skip texmf.cnf's ``.latex`` settings (search paths), as a plain
+    ``latex`` run has them."""
+    return ["latex", f"-fmt={fmt_path}", "-progname=latex", f"-jobname={body_file.stem}", "-interaction=batchmode",
+            "-output-format=dvi", "-halt-on-error", f"-output-directory={out_dir.as_posix()}",
+            f"{body_file.as_posix()}"]
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,8 @@ def _svg(tex_file: Path, fmt: tuple[str, str] | None) -> bytes | None:
     """Compile ``tex_file`` as manim does, or from the format ``fmt`` = (path, preamble); the SVG's bytes or None."""
     first, second = compile_commands(tex_file, "latex", ".dvi")
     if fmt is not None:
-        body = tex_file.with_suffix(BODY_SUFFIX)
+        (tex_file.parent / "body").mkdir(exist_ok=True)
+        body = tex_file.parent / "body" / tex_file.name
         body.write_text(body_of(tex_file.read_text(encoding="utf-8"), fmt[1]), encoding="utf-8")
         first = latex_command(fmt[0], body, tex_file.parent)
     if _run(first, tex_file.parent) != 0 or _run(second, tex_file.parent) != 0:

@@ -124,7 +124,12 @@ def _take_prebuilt_format(opts: EvalOptions, prebuild: tuple) -> None:
         log.warning("tex cache: the driver could not build the LaTeX format (%s); each render worker tries itself",
                     why)
         return
-    opts.render = replace(opts.render, tex_format_prebuilt=(str(info.path.with_suffix(".fmt")), info.sha256))
+    from prism_fast.execute.fingerprint import fingerprint_hash
+    from prism_fast.execute.render import resolve_bin
+
+    env = fingerprint_hash(resolve_bin(opts.render.manim_bin))  # a worker on another TeX install builds its own
+    opts.render = replace(opts.render,
+                          tex_format_prebuilt=(str(info.path.with_suffix(".fmt")), info.sha256, env))
 
 
 def run_eval(opts: EvalOptions) -> dict:

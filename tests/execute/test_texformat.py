@@ -53,7 +53,10 @@ def test_the_default_preamble_is_manims():
 
     body = TexTemplate().body
     assert texformat.preamble_of(body) == texformat.DEFAULT_PREAMBLE
-    assert texformat.body_of(body, texformat.DEFAULT_PREAMBLE).startswith(texformat.BEGIN_DOCUMENT)
+    part = texformat.body_of(body, texformat.DEFAULT_PREAMBLE)
+    # the document part keeps its line numbers: as many lines as the full file, \begin{document} on the same line
+    assert part.count("\n") == body.count("\n")
+    assert part.splitlines().index(texformat.BEGIN_DOCUMENT) == body.splitlines().index(texformat.BEGIN_DOCUMENT)
 
 
 def test_svgs_are_byte_identical_with_the_format(built, tmp_path):
@@ -131,6 +134,37 @@ CUSTOM = textwrap.dedent('''
     ''')
 
 
+# red team: kpathsea looks for ``X.body.tex`` before ``X.body``, so a body file next to the .tex file could be
+# replaced by the script; and a failed attempt's stderr (here mktextfm's, for a font that does not exist) must not
+# reach the sample's stderr twice
+PLANTED = textwrap.dedent('''
+    from pathlib import Path
+    from manim import *
+    from manim.utils.tex_file_writing import tex_hash
+
+    class Planted(Scene):
+        def construct(self):
+            code = config.tex_template.get_texcode_for_expression_in_env("y = 2", "align*")
+            tex_dir = Path(config.media_dir) / "Tex"
+            tex_dir.mkdir(parents=True, exist_ok=True)
+            evil = "\\\\begin{document}HACKED\\\\end{document}"
+            for name in (".body.tex", ".body", "/prism_fmt.tex"):
+                try:
+                    (tex_dir / (tex_hash(code) + name)).write_text(evil)
+                except OSError:
+                    pass
+            self.play(Write(MathTex("y = 2")), run_time=0.3)
+    ''')
+
+FONT = textwrap.dedent('''
+    from manim import *
+
+    class Font(Scene):
+        def construct(self):
+            self.add(Tex(r"\\font\\qq=qqnonexistentfont at 10pt \\qq a"))
+    ''')
+
+
 @pytest.fixture(scope="module")
 def worker_cfg(tmp_path_factory):
     root = tmp_path_factory.mktemp("texformat_render")
@@ -144,7 +178,8 @@ def _sha(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("name,script", [("eq", SCENE), ("bad", BAD), ("custom", CUSTOM)])
+@pytest.mark.parametrize("name,script", [("eq", SCENE), ("bad", BAD), ("custom", CUSTOM), ("planted", PLANTED),
+                                         ("font", FONT)])
 def test_renders_are_identical_with_and_without_the_format(worker_cfg, name, script):
     """Video bytes, success, the error text of a LaTeX error (the format's failed attempt is undone and manim's own
     compile prints it) and the output sizes equal a render with the format off; the row says which it was."""
@@ -152,7 +187,7 @@ def test_renders_are_identical_with_and_without_the_format(worker_cfg, name, scr
     fast = render_one(name, script, root / f"fast_{name}", cfg, runner=worker.run)
     plain = render_one(name, script, root / f"plain_{name}", replace(cfg, tex_format=False), runner=worker.run)
     assert fast["tex_format"] == "on" and plain["tex_format"] == "off"
-    assert fast["success"] == plain["success"] == (name != "bad"), (fast["error"], plain["error"])
+    assert fast["success"] == plain["success"] == (name not in ("bad", "font")), (fast["error"], plain["error"])
     if fast["success"]:
         assert _sha(fast["video_path"]) == _sha(plain["video_path"])
     else:  # manim's LaTeX error, printed by its own compile after the format's attempt failed
@@ -188,7 +223,7 @@ def test_the_format_is_used_only_for_the_default_template(worker_cfg, monkeypatc
     events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
     assert events.count("format") == 1 and events.count("format_fallback") == 1
     assert events.count("miss") == 2  # the default one and the custom one; the failure raised before logging
-    assert not list((tmp_path / "media" / "Tex").glob("*.body"))
+    assert all(p.is_file() for p in (tmp_path / "media" / "Tex").iterdir())  # no body directory left behind
 
 
 def test_a_changed_format_file_is_rebuilt(tmp_path, caplog):
