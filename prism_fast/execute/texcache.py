@@ -251,7 +251,9 @@ def _format_compile(tex_file: Path, output_format: str, tex_dir: Path, formats: 
     if ok:
         if cp.stderr:  # what latex printed, as manim's own compile would have let it through; dropped on a fallback
             sys.stderr.flush()
-            os.write(2, cp.stderr)
+            data = memoryview(cp.stderr)
+            while data:  # a pipe may take less than all of it at once
+                data = data[os.write(2, data):]
         _log({"event": "format", "tex": tex_file.name})
         return
     for suffix in (output_format, ".log", ".aux"):  # nothing of this attempt reaches manim's own compile
