@@ -250,10 +250,13 @@ def _format_compile(tex_file: Path, output_format: str, tex_dir: Path, formats: 
             shutil.rmtree(where, ignore_errors=True)
     if ok:
         if cp.stderr:  # what latex printed, as manim's own compile would have let it through; dropped on a fallback
-            sys.stderr.flush()
-            data = memoryview(cp.stderr)
-            while data:  # a pipe may take less than all of it at once
-                data = data[os.write(2, data):]
+            try:
+                sys.stderr.flush()
+                data = memoryview(cp.stderr)
+                while data:  # a pipe may take less than all of it at once
+                    data = data[os.write(2, data):]
+            except (OSError, ValueError):  # the script closed its stderr: latex's own write would have failed too
+                pass
         _log({"event": "format", "tex": tex_file.name})
         return
     for suffix in (output_format, ".log", ".aux"):  # nothing of this attempt reaches manim's own compile
