@@ -73,6 +73,17 @@ def audits(scripts: list[Path]) -> dict:
     return sides
 
 
+def _compare(what: str, sides: dict, same: tuple[str, str], measure: str, unit: str, problems: list) -> None:
+    """Print one side-by-side line; every output named in ``same`` must be equal between the sides."""
+    off, on = sides["off"], sides["on"]
+    problems.extend(f"{what} {k}: {' or '.join(same)} differs" for k in off
+                    if tuple(off[k][f] for f in same) != tuple(on[k][f] for f in same))
+    t_off, t_on = (sum(v[measure] for v in side.values()) for side in (off, on))
+    n_fmt = sum(v["format_compiles"] or 0 for v in on.values())
+    print(f"{what}: {len(off)} scripts, format off {t_off:.1f} {unit}, on {t_on:.1f} {unit} "
+          f"({n_fmt} compiles from the format): on/off = {t_on / t_off:.3f}")
+
+
 def _bundled() -> list[Path]:
     base = ROOT / "prism_fast" / "dataset" / "data" / "samples"
     return sorted((base / "en").glob("*.py")) + sorted((base / "zh").glob("*.py"))
@@ -91,25 +102,12 @@ def main() -> int:
     audit_scripts = [by_id[i] for i in args.audit_ids.split(",") if i]
     problems, result = [], {"renders": {}, "audits": {}}
     if scripts:
-        result["renders"] = both = renders(scripts)
-        off, on = both["off"], both["on"]
-        for k in off:
-            if (off[k]["video"], off[k]["success"]) != (on[k]["video"], on[k]["success"]):
-                problems.append(f"render {k}: video or success differs")
-        c_off, c_on = sum(v["cpu_s"] for v in off.values()), sum(v["cpu_s"] for v in on.values())
-        n_fmt = sum(v["format_compiles"] for v in on.values())
-        print(f"renders: {len(scripts)} scripts, format off {c_off:.1f} CPU-s, on {c_on:.1f} CPU-s "
-              f"({n_fmt} compiles from the format): on/off = {c_on / c_off:.3f}")
+        result["renders"] = renders(scripts)
+        _compare("renders", result["renders"], ("video", "success"), "cpu_s", "CPU-s", problems)
     if audit_scripts:
-        result["audits"] = both = audits(audit_scripts)
-        off, on = both["off"], both["on"]
-        for k in off:
-            if (off[k]["report"], off[k]["pass"]) != (on[k]["report"], on[k]["pass"]):
-                problems.append(f"audit {k}: report or pass differs")
-        w_off, w_on = sum(v["wall_s"] for v in off.values()), sum(v["wall_s"] for v in on.values())
-        n_fmt = sum(v["format_compiles"] or 0 for v in on.values())
-        print(f"separate audits: {len(audit_scripts)} scripts, format off {w_off:.1f} s, on {w_on:.1f} s "
-              f"({n_fmt} compiles from the format; the first includes building it): on/off = {w_on / w_off:.3f}")
+        result["audits"] = audits(audit_scripts)
+        _compare("separate audits (the first 'on' one builds the format)", result["audits"], ("report", "pass"),
+                 "wall_s", "s", problems)
     for p in problems:
         print("PROBLEM:", p)
     if not problems:

@@ -201,7 +201,7 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
                 _log({"event": "hit", "key": key, "sha256": expected})
                 return svg_file
         if formats and compiler == "latex" and fmt == ".dvi":
-            _format_compile(tex_file, fmt, config.get_dir("tex_dir"), formats, _log)
+            _format_compile(tex_file, source, fmt, config.get_dir("tex_dir"), formats, _log)
         result = original(expression, environment, tex_template)
         _log({"event": "miss", "tex": tex_file.name, "compiler": compiler, "format": fmt})
         return result
@@ -212,7 +212,8 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
         manim.tex_to_svg_file = tex_to_svg_file
 
 
-def _format_compile(tex_file: Path, output_format: str, tex_dir: Path, formats: dict[str, str], _log) -> None:
+def _format_compile(tex_file: Path, source: bytes | None, output_format: str, tex_dir: Path,
+                    formats: dict[str, str], _log) -> None:
     """Before manim compiles ``tex_file`` (``latex``, ``.dvi``): where the view holds a checked format of the file's
     preamble, make the ``.dvi`` from that format (texformat.py). manim's ``compile_tex`` then finds it and does not
     run ``latex``; everything else (dvisvgm, clean-up, logs) is manim's. On any failure the attempt's files are
@@ -223,7 +224,6 @@ def _format_compile(tex_file: Path, output_format: str, tex_dir: Path, formats: 
     result = tex_file.with_suffix(output_format)
     if result.exists():
         return
-    source = _read_regular(tex_file, MAX_TEX_BYTES)
     try:
         text = source.decode("utf-8") if source is not None else None
     except UnicodeDecodeError:

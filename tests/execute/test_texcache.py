@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from prism_fast.execute import texcache
-from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
+from prism_fast.execute.render import RenderConfig, render_one
 
 MATH = textwrap.dedent('''
     from manim import *
@@ -23,15 +23,6 @@ MATH = textwrap.dedent('''
             t = Tex(r"a $\\sqrt{2}$ b")
             self.play(Write(eq), FadeIn(t), run_time=0.4)
     ''')
-
-
-@pytest.fixture(scope="module")
-def worker_cfg(tmp_path_factory):
-    root = tmp_path_factory.mktemp("texcache")
-    cfg = RenderConfig(timeout_s=300, tmp_root=str(root / "tmp"), tex_cache_dir=str(root / "cache"))
-    worker = prefork_worker(cfg)
-    yield root, cfg, worker
-    worker.close()
 
 
 def _sha(path) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from prism_fast.execute import texcache, texformat
-from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
+from prism_fast.execute.render import render_one
 
 # what a generated script typesets: text with ligatures and accents, maths in manim's align*, amssymb, matrices,
 # a tall display, a single letter, sizes and the date, braces and arrows
@@ -163,15 +163,6 @@ FONT = textwrap.dedent('''
         def construct(self):
             self.add(Tex(r"\\font\\qq=qqnonexistentfont at 10pt \\qq a"))
     ''')
-
-
-@pytest.fixture(scope="module")
-def worker_cfg(tmp_path_factory):
-    root = tmp_path_factory.mktemp("texformat_render")
-    cfg = RenderConfig(timeout_s=300, tmp_root=str(root / "tmp"), tex_cache_dir=str(root / "cache"))
-    worker = prefork_worker(cfg)
-    yield root, cfg, worker
-    worker.close()
 
 
 def _sha(path) -> str:
