@@ -16,10 +16,9 @@ import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from prism_fast.profile import REFERENCE, Profile
 from prism_fast.metrics.params import (TD_FIT_SENSITIVE, TOOLKIT_DEFAULT_EPS, TOOLKIT_DEFAULT_MU,  # noqa: F401
@@ -28,9 +27,13 @@ from prism_fast.metrics.params import (TD_FIT_SENSITIVE, TOOLKIT_DEFAULT_EPS, TO
 from prism_fast.metrics.td_rows import (PADVC_PASSTHROUGH, TD_STATUSES, TDRaw,  # noqa: F401
                                        build_td_row, td_center)
 from prism_fast.metrics.td_rows import no_video as _no_video
-from prism_fast.video.cpu_signals import Cv2FrameSignalStream, make_signal_stream
+from prism_fast.video.cpu_signals import Cv2FrameSignalStream, PlainTotals, make_signal_stream
 from prism_fast.video.decode import DEFAULT_CHUNK, VideoFrames, VideoProbe, probe_video
-from prism_kernels import StreamTotals, change_ratios
+
+if TYPE_CHECKING:  # torch is imported only by the tensor paths: a CPU TD_raw never loads it (scaling.md)
+    import torch
+
+    from prism_kernels import StreamTotals
 
 TD_PIXEL_THRESHOLD = 25
 FIT_EMPTY_EPS = 1e-8
@@ -50,6 +53,17 @@ def sequential_sum(values: Iterable[float]) -> float:
     return total
 
 
+def plain_change_ratios(changed: Sequence[int], pixels_per_frame: int) -> list[float]:
+    """``prism_kernels.change_ratios`` for Python ints, without torch: ``float(count) / float(H·W)``, one IEEE
+    double division each. Bit for bit the kernel's (int64 → float64, then a correctly rounded division): the
+    counts and the pixel total are integers far below 2**53, so both conversions are exact
+    (tests/metrics/test_td.py compares the two)."""
+    if pixels_per_frame <= 0:
+        raise ValueError(f"pixels_per_frame: expected > 0, got {pixels_per_frame}")
+    total = float(int(pixels_per_frame))
+    return [float(int(c)) / total for c in changed]
+
+
 def td_raw_from_counts(changed: torch.Tensor | Sequence[int], pixels_per_frame: int, *, fps: float,
                        container_frame_count: int, decoded_frame_count: int,
                        profile: Profile = REFERENCE) -> TDRaw:
@@ -57,8 +71,12 @@ def td_raw_from_counts(changed: torch.Tensor | Sequence[int], pixels_per_frame: 
 
     ``decoded_frame_count`` ≥ 1 is assumed (the caller handles "no frame decoded").
     """
-    counts = changed if isinstance(changed, torch.Tensor) else torch.tensor(list(changed), dtype=torch.int64)
-    ratios = change_ratios(counts.cpu(), pixels_per_frame).tolist()
+    if hasattr(changed, "cpu"):  # a tensor (the batched streams): prism_kernels' division, on the CPU
+        from prism_kernels import change_ratios
+
+        ratios = change_ratios(changed.cpu(), pixels_per_frame).tolist()
+    else:
+        ratios = plain_change_ratios(changed, pixels_per_frame)
     s = sequential_sum(ratios)
     pairs = len(ratios)
     common = dict(fps=fps, container_frame_count=container_frame_count,
@@ -80,7 +98,7 @@ def _container_duration(fps: float, n: int) -> float:
     return (n - 1) / fps if fps > 0 and n > 1 else 0.0
 
 
-def td_raw_from_stream(totals: StreamTotals, probe: VideoProbe, *, profile: Profile = REFERENCE,
+def td_raw_from_stream(totals: StreamTotals | PlainTotals, probe: VideoProbe, *, profile: Profile = REFERENCE,
                        decoder: str | None = None, decoder_fallback: str | None = None) -> TDRaw:
     """TD_raw from a finished ``FrameSignalStream`` (lets PADVC and TD share one decode pass)."""
     extra = dict(fps=probe.fps, container_frame_count=probe.container_frame_count, decoder=decoder,
@@ -114,14 +132,15 @@ def compute_td_raw(video_path: str | Path, *, pixel_threshold: int = TD_PIXEL_TH
                      f"fps={probe.fps}, container_frame_count={probe.container_frame_count}",
                      fps=probe.fps, container_frame_count=probe.container_frame_count)
     frames = VideoFrames(video_path, decoder=decoder, chunk_size=chunk_size, device=device)
-    stream = make_signal_stream(signal_backend, frames.device, pixel_threshold)
+    stream = make_signal_stream(signal_backend, frames.device_type, pixel_threshold)
     if isinstance(stream, Cv2FrameSignalStream):  # CPU: frame by frame, no batches (same frames and integers)
         for frame in frames.iter_frames():
             stream.update_bgr_frame(frame)
     else:
         for chunk in frames:
             stream.update(chunk)
-    raw = td_raw_from_stream(stream.finish(), probe, profile=profile, decoder=frames.decoder,
+    totals = stream.finish_plain() if isinstance(stream, Cv2FrameSignalStream) else stream.finish()
+    raw = td_raw_from_stream(totals, probe, profile=profile, decoder=frames.decoder,
                              decoder_fallback=frames.decoder_fallback)
     if frames.decode_error:
         if raw.status == "decode_failed":

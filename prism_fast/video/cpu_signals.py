@@ -12,11 +12,35 @@ equality); all quantities are exact integers:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import cv2
 import numpy as np
-import torch
 
-from prism_kernels import StreamTotals
+from prism_fast.video.decode import device_type
+
+if TYPE_CHECKING:
+    import torch
+
+    from prism_kernels import StreamTotals
+
+
+@dataclass(frozen=True)
+class PlainTotals:
+    """``prism_kernels.StreamTotals`` as Python ints: what a finished CPU stream yields without torch (the render
+    workers' TD_raw). Same fields, one entry per pair; ``Cv2FrameSignalStream.finish`` gives the tensor form."""
+
+    frame_count: int
+    height: int
+    width: int
+    positive: list[int]
+    changed: list[int]
+    absolute: list[int] | None
+
+    @property
+    def pair_count(self) -> int:
+        return max(self.frame_count - 1, 0)
 
 
 class Cv2FrameSignalStream:
@@ -33,6 +57,8 @@ class Cv2FrameSignalStream:
         self._abs: list[int] = []
 
     def update(self, bgr: np.ndarray | torch.Tensor) -> torch.Tensor:
+        import torch
+
         arr = bgr.numpy() if isinstance(bgr, torch.Tensor) else np.asarray(bgr)
         if arr.ndim != 4 or arr.shape[-1] != 3 or arr.dtype != np.uint8:
             raise ValueError(f"bgr: expected (T, H, W, 3) uint8, got {tuple(arr.shape)} {arr.dtype}")
@@ -62,24 +88,36 @@ class Cv2FrameSignalStream:
         self._frames += 1
         return gray
 
-    def finish(self) -> StreamTotals:
+    def finish_plain(self) -> PlainTotals:
+        """The totals as Python ints (no torch import)."""
         h, w = self._shape if self._shape is not None else (0, 0)
+        return PlainTotals(self._frames, h, w, list(self._positive), list(self._changed),
+                           list(self._abs) if self.absolute else None)
+
+    def finish(self) -> StreamTotals:
+        """The totals as ``prism_kernels.StreamTotals`` (int64 tensors), as the batched stream gives them."""
+        import torch
+        from prism_kernels import StreamTotals
+
+        plain = self.finish_plain()
 
         def vec(values: list[int]) -> torch.Tensor:
             return torch.tensor(values, dtype=torch.int64)
 
-        return StreamTotals(self._frames, h, w, vec(self._positive), vec(self._changed),
-                            vec(self._abs) if self.absolute else None)
+        return StreamTotals(plain.frame_count, plain.height, plain.width, vec(plain.positive), vec(plain.changed),
+                            vec(plain.absolute) if plain.absolute is not None else None)
 
 
-def make_signal_stream(backend: str, device: torch.device, tau: int = 25, *, absolute: bool = False):
-    """``auto`` → OpenCV per-frame on CPU, batched torch kernels elsewhere; or ``cv2`` / ``torch``."""
-    from prism_kernels import FrameSignalStream
-
+def make_signal_stream(backend: str, device: str | torch.device, tau: int = 25, *, absolute: bool = False):
+    """``auto`` → OpenCV per-frame on CPU, batched torch kernels elsewhere; or ``cv2`` / ``torch``. Only the
+    torch stream imports torch."""
     if backend not in ("auto", "cv2", "torch"):
         raise ValueError(f"backend: expected 'auto', 'cv2' or 'torch', got {backend!r}")
-    if backend == "cv2" or (backend == "auto" and device.type == "cpu"):
-        if device.type != "cpu":
+    kind = device_type(device)
+    if backend == "cv2" or (backend == "auto" and kind == "cpu"):
+        if kind != "cpu":
             raise ValueError(f"backend 'cv2' runs on the CPU; got device {device}")
         return Cv2FrameSignalStream(tau, absolute=absolute)
+    from prism_kernels import FrameSignalStream
+
     return FrameSignalStream(tau, absolute=absolute)

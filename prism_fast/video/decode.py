@@ -35,10 +35,12 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 DECODERS = ("opencv", "decord", "pyav", "yuv", "nvdec", "auto")
 DEFAULT_CHUNK = 64
@@ -106,10 +108,22 @@ def nvdec_status() -> tuple[bool, str]:
     return True, f"PyNvVideoCodec {getattr(nvc, '__version__', '?')}"
 
 
-def _auto_decoder(device: torch.device) -> str:
-    if device.type != "cuda":
+def device_type(device: str | torch.device) -> str:
+    """``"cpu"``, ``"cuda"``, ... of a device given as a torch.device or as its name, without importing torch for a
+    name (a CPU consumer of this module never needs torch)."""
+    return device.type if hasattr(device, "type") else str(device).split(":", 1)[0]
+
+
+def _auto_decoder(kind: str) -> str:
+    if kind != "cuda":
         return "opencv"
     return "nvdec" if nvdec_status()[0] else "yuv"
+
+
+def _torch_device(device: str | torch.device) -> torch.device:
+    import torch
+
+    return torch.device(device)
 
 
 def _to_device(chunk: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -141,17 +155,27 @@ class VideoFrames:
         self.requested = decoder
         self.decoder_fallback: str | None = None
         self.chunk_size = int(chunk_size)
-        self.device = torch.device(device)
+        self.device_type = device_type(device)
+        # the torch.device is made on first use (``device``): the CPU path of ``iter_frames`` never needs torch
+        self._device_arg = device
+        self._device = None if self.device_type == "cpu" else _torch_device(device)
         # auto: OpenCV frame by frame on a CPU device; for a GPU the exact YUV path (NVDEC where it loads)
-        self.decoder = _auto_decoder(self.device) if decoder == "auto" else decoder
-        if decoder == "nvdec" and self.device.type != "cuda":
-            raise ValueError(f"decoder 'nvdec': needs a cuda device, got {self.device}")
-        if gpu_decode and (decoder not in ("decord", "auto") or self.device.type != "cuda"):
+        self.decoder = _auto_decoder(self.device_type) if decoder == "auto" else decoder
+        if decoder == "nvdec" and self.device_type != "cuda":
+            raise ValueError(f"decoder 'nvdec': needs a cuda device, got {device}")
+        if gpu_decode and (decoder not in ("decord", "auto") or self.device_type != "cuda"):
             raise ValueError(f"gpu_decode: needs decoder 'decord'/'auto' and a cuda device, "
-                             f"got decoder {decoder!r} on {self.device}")
+                             f"got decoder {decoder!r} on {device}")
         self.gpu_decode = bool(gpu_decode)
         self.decoded_frames = 0
         self.decode_error: str | None = None
+
+    @property
+    def device(self) -> torch.device:
+        """The ``torch.device`` the chunks are moved to (imports torch on a CPU device)."""
+        if self._device is None:
+            self._device = _torch_device(self._device_arg)
+        return self._device
 
     # -- public ------------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[torch.Tensor]:
@@ -167,7 +191,7 @@ class VideoFrames:
         """One BGR ``(H, W, 3) uint8`` NumPy frame at a time, decoded on the CPU (same frames, same decoder
         choice, fallback and bookkeeping as ``__iter__``). For per-frame CPU consumers: no batch is
         allocated, so the working set stays in cache (a 64-frame chunk is ~79 MB at 854×480)."""
-        if self.device.type != "cpu" or self.gpu_decode:
+        if self.device_type != "cpu" or self.gpu_decode:
             raise ValueError("iter_frames decodes on the CPU; iterate the object for device chunks")
         self.decoded_frames = 0
         self.decode_error = None
@@ -184,6 +208,8 @@ class VideoFrames:
 
     # -- decoders ----------------------------------------------------------------------------------
     def _stack(self, frames: list[np.ndarray]) -> torch.Tensor:
+        import torch
+
         return torch.from_numpy(np.stack(frames))
 
     def _chunked(self, frames: Iterator[np.ndarray]) -> Iterator[torch.Tensor]:
@@ -317,6 +343,8 @@ class VideoFrames:
         yield from self._opencv_chunks()
 
     def _convert_planes(self, planes: list, coeffs) -> torch.Tensor:
+        import torch
+
         from prism_kernels import yuv420_to_bgr
 
         y, u, v = (_to_device(torch.from_numpy(np.stack([p[k] for p in planes])), self.device) for k in range(3))
@@ -378,6 +406,8 @@ class VideoFrames:
 
     def _nvdec_chunks(self) -> Iterator[torch.Tensor]:
         """NVDEC: NV12 surfaces on the GPU (PyNvVideoCodec, DLPack) → the exact kernel on the same device."""
+        import torch
+
         from prism_kernels import nv12_to_bgr
 
         from .yuv import probe_stream_tags, split_nv12, stream_coefficients

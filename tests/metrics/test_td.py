@@ -66,6 +66,25 @@ def test_golden_td_raw():
     assert got.td_raw == oracle.td_raw_from_grays(list(g), 4, 15.0)   # bit-identical to the per-frame path
 
 
+def test_plain_change_ratios_are_the_kernel_division_bit_for_bit():
+    """The torch-free ratios of a CPU TD_raw (``plain_change_ratios``) against ``prism_kernels.change_ratios`` on
+    counts over the whole range a frame allows, at the -ql size and odd sizes, compared as float64 bit patterns."""
+    from prism_kernels import change_ratios
+
+    gen = torch.Generator().manual_seed(19)
+    for h, w in ((480, 854), (1080, 1920), (7, 13), (1, 1)):
+        pixels = h * w
+        counts = torch.cat([torch.randint(0, pixels + 1, (4000,), generator=gen, dtype=torch.int64),
+                            torch.tensor([0, 1, pixels - 1, pixels, pixels // 2, pixels // 3], dtype=torch.int64)])
+        kernel = change_ratios(counts, pixels)
+        plain = torch.tensor(td.plain_change_ratios(counts.tolist(), pixels), dtype=torch.float64)
+        assert torch.equal(plain.view(torch.int64), kernel.view(torch.int64))
+        kw = dict(fps=15.0, container_frame_count=len(counts) + 1, decoded_frame_count=len(counts) + 1)
+        assert td.td_raw_from_counts(counts.tolist(), pixels, **kw) == td.td_raw_from_counts(counts, pixels, **kw)
+    with pytest.raises(ValueError):
+        td.plain_change_ratios([1], 0)
+
+
 @pytest.mark.parametrize("raw, z_zh, c_zh, z_en, c_en", [
     (0.0, -9.436717, 4.59921e-20, -4.167879, 1.69001e-4),
     (0.01, -1.650804, 0.256000, -1.734461, 0.222200),

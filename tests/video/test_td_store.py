@@ -35,3 +35,32 @@ def test_the_stored_td_raw_is_the_stage_computation_and_only_for_its_video_and_s
     assert td_store.load_td_raw(tmp_path, "A", str(video), settings) is None
     td_store.forget(tmp_path, "A")
     assert not td_store.entry_path(tmp_path, "A").exists()
+
+
+def test_a_cpu_td_raw_loads_no_torch_and_equals_the_tensor_path(decode_video, bundled_renders):
+    """The render workers' TD_raw on a CPU device (``store_td_raw``: OpenCV decode, per-frame signals, plain-int
+    ratios) runs in a fresh interpreter without importing torch (~3.5 s and ~500 MB per worker), and gives the very
+    TDRaw of the batched torch path (prism_kernels' streams and ``change_ratios``) on real renders."""
+    import json
+    import subprocess
+    import sys
+
+    videos = [str(decode_video), *(str(v) for v in bundled_renders.values())]
+    code = (
+        "import json, sys, dataclasses\n"
+        "from prism_fast.metrics.td import compute_td_raw\n"
+        "from prism_fast.profile import REFERENCE, IMPROVED\n"
+        "out = [dataclasses.asdict(compute_td_raw(v, profile=p, decoder='auto', device='cpu'))\n"
+        "       for v in json.loads(sys.argv[1]) for p in (REFERENCE, IMPROVED)]\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'kernels': 'prism_kernels' in sys.modules, 'td': out}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(videos)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert doc["torch"] is False and doc["kernels"] is False
+    import dataclasses
+
+    expected = [dataclasses.asdict(compute_td_raw(v, profile=p, decoder="opencv", device="cpu", signal_backend="torch"))
+                for v in videos for p in (REFERENCE, IMPROVED)]
+    assert len(expected) == 6 and all(e["status"] == "ok" for e in expected)
+    assert doc["td"] == expected  # floats through JSON: repr round-trips, so equal means bit for bit
