@@ -27,6 +27,7 @@ import logging
 from typing import Callable
 
 from prism_fast.audit.onepass_rule import static_reasons
+from prism_fast.audit.onepass_rules import UNHOOKED_ONLY
 from prism_fast.audit.onepass_store import (cache_shared_audit, load_shared_audit, store_separate_audit,
                                             store_shared_audit)
 from prism_fast.audit.tamper import static_evidence
@@ -68,7 +69,8 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     ``onepass`` / ``onepass_reasons`` / ``manim_executions`` and, when shared, ``_onepass_audit`` (the caller pops
     it: ``{"report", "audit_sec", "engine"}``)."""
     reasons = plan_reasons(script_text, audit_cfg, profile, backend_name(runner))
-    if reasons:
+    unhooked_only = [r for r in reasons if r.startswith(UNHOOKED_ONLY)]
+    if len(unhooked_only) < len(reasons):
         row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
         row.update(onepass="off" if "one_pass:off" in reasons else "ineligible", onepass_reasons=reasons)
         row["manim_executions"] = row.get("manim_executions") or int(executed(row))
@@ -76,6 +78,10 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     watch = observer(audit_cfg)
     row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observers=(watch,))
     doc = watch.result
+    if unhooked_only and doc is not None and not doc.get("unhooked"):
+        # a camera access only an unhooked scene may have (onepass_rules): a hooked scene was audited here, so
+        # its report is not taken (the render itself is a plain one: nothing render-changing was found)
+        doc = {**doc, "reasons": [*unhooked_only, *(doc.get("reasons") or [])]}
     if not executed(row):  # a cache hit or a trusted existing video: nothing ran, nothing observed
         row.update(onepass="separate", onepass_reasons=["not_executed"], manim_executions=0)
         return row

@@ -199,7 +199,9 @@ def _static_reasons(tree: ast.AST) -> list[str]:
             elif node.id.startswith("__") and node.id.endswith("__"):
                 add(f"name:{node.id}")
         elif isinstance(node, ast.Attribute):
-            if node.attr in FLAG_ATTRS or node.attr.startswith("__"):
+            if id(node) in rules.unhooked_only:  # moot where every audited scene is unhooked (decided at run time)
+                add(onepass_rules.UNHOOKED_ONLY + rules.unhooked_only[id(node)])
+            elif node.attr in FLAG_ATTRS or node.attr.startswith("__"):
                 add(f"attr:{node.attr}")
             if node.attr == "remove" and id(node) not in remove_funcs:
                 add("remove_result_used")  # the hooked remove returns None (Q-SPATIAL-8)

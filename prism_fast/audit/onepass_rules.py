@@ -22,9 +22,17 @@ canvas (the ``-ql`` render) as at 60 fps on 1920x1080 (the audit)? This module a
   14.222222222222221 8.0), a write runs in both executions before any scene exists, the auditor reads the
   frame lazily after it (§4), and the background never enters geometry. ``frame_rate``, ``pixel_*``,
   ``quality`` and every other key stay refused (they differ between the two settings by definition).
-* ``self.camera.background_color`` / ``background_opacity`` (read or written): pixels only. Every other camera
-  access stays refused: a ``MovingCameraScene``/``ThreeDScene`` is unhooked in the reference audit anyway, and
-  ``frame`` moves of a hooked scene are impossible (plain ``Camera`` has no frame).
+* ``self.camera.background_color`` / ``background_opacity`` (read or written): pixels only.
+* ``self.camera.frame`` / ``frame_center`` / ``animate`` (a ``MovingCameraScene``'s frame and its moves, the
+  point a camera looks at, a camera "animation" that raises ``AttributeError`` on every manim camera): decided at
+  run time, reason ``unhooked_only:camera.<attr>``
+  (:data:`UNHOOKED_ONLY`). A ``MovingCameraScene``/``ThreeDScene`` subclasses manim's unpatched ``Scene``, so the
+  reference audit renders it with no hook and writes ``{}`` whatever its camera does (Q-SPATIAL-1); the render runs
+  with the observers, and its report is shared only when every scene the audit would render is unhooked
+  (``onepass_child``'s ``unhooked``), else the sample is audited separately with this reason. None of them
+  depends on the pixel size or the frame rate (the frame is ``config.frame_width`` x ``frame_height`` in both), and
+  none runs script code per frame. Every other camera access stays refused (``pixel_width``, ``frame_rate``,
+  ``get_image``, ...: they differ between the two settings).
 * **Updaters without ``dt`` that rebuild their mobject** (``always_redraw(f)``, ``mob.add_updater(lambda m:
   m.become(<new mobject>))``, style setters): see :func:`updater_problem` for the static body rule and
   :func:`checkpoint_reasons` for the run-time check. Why it is sound: manim ends every non-skipped play with
@@ -64,6 +72,9 @@ MAIN = "__main__"
 SAFE_CONFIG_KEYS = frozenset({"frame_width", "frame_height", "frame_x_radius", "frame_y_radius",
                               "background_color", "background_opacity"})
 SAFE_CAMERA_ATTRS = frozenset({"background_color", "background_opacity"})
+# camera attributes that only an unhooked scene may use for the render to yield its (empty) report: see above
+UNHOOKED_CAMERA_ATTRS = frozenset({"frame", "animate", "frame_center"})
+UNHOOKED_ONLY = "unhooked_only:"  # a static reason that holds unless every audited scene is unhooked at run time
 
 # The setters an updater may apply to the mobject it updates: their result is a *bitwise* function of the
 # arguments and of the mobject's family shape, never of its previous points. `become(x)` copies x's points and
@@ -151,6 +162,7 @@ class Analysis:
         # is not the parameter (`label.add_updater(lambda m: label.next_to(dot))`), else None
         self.updaters: dict[tuple[int, str], str | None] = {}
         self.redraws: set[tuple[int, str]] = set()  # the same for always_redraw functions
+        self.unhooked_only: dict[int, str] = {}  # node id -> what it is, for the reason ``unhooked_only:<what>``
 
     def add(self, reason: str) -> None:
         if reason not in self.reasons:
@@ -243,9 +255,11 @@ def analyse(tree: ast.Module) -> Analysis:
                 out.exempt.add(id(parents[id(node)]))  # the `.frame_width` attribute itself
         elif isinstance(node, ast.Attribute) and node.attr == "camera":
             parent = parents.get(id(node))
-            if (isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(parent, ast.Attribute)
-                    and parent.attr in SAFE_CAMERA_ATTRS):
-                out.exempt.add(id(node))
+            if isinstance(node.value, ast.Name) and node.value.id == "self" and isinstance(parent, ast.Attribute):
+                if parent.attr in SAFE_CAMERA_ATTRS:
+                    out.exempt.add(id(node))
+                elif parent.attr in UNHOOKED_CAMERA_ATTRS:
+                    out.unhooked_only[id(node)] = f"camera.{parent.attr}"
         elif isinstance(node, ast.Call):
             _updater_call(node, out, defined, defs, stores, attr_stores, helpers)
     return out

@@ -103,6 +103,31 @@ class Solid(ThreeDScene):
         self.play(FadeIn(Square(side_length=9)), run_time=0.2)
 '''
 
+# camera moves only an unhooked scene may make and still share its render (onepass_rules: unhooked_only): a
+# MovingCameraScene is unhooked in the reference audit, so its report is {} whatever the frame does; the label runs
+# far off screen, which a hooked scene's report would record
+CAMERA_MOVING = '''from manim import *
+
+
+class Pan(MovingCameraScene):
+    def construct(self):
+        label = Text("off to the side", font_size=40).shift(RIGHT * 9)
+        self.add(Square(side_length=1.5), label)
+        self.play(self.camera.frame.animate.move_to(label).scale(1.4), run_time=0.6)
+        self.play(FadeIn(Dot(self.camera.frame_center)), run_time=0.3)
+'''
+
+# the same camera reads in a hooked Scene (plain Camera has a frame_center too): audited separately
+CAMERA_HOOKED = '''from manim import *
+
+
+class Still(Scene):
+    def construct(self):
+        label = Text("off to the side", font_size=40).shift(RIGHT * 9)
+        self.play(FadeIn(label), FadeIn(Dot(self.camera.frame_center)), run_time=0.3)
+'''
+
+
 # raises inside the play's per-frame loop (the rate function, at the frames past 30 % of the play): the audit steps
 # the play at other times, so the render's failure is not the audit's: rendered again, audited separately
 FAILING_FRAME = '''from manim import *
@@ -224,7 +249,8 @@ def runs(tmp_path_factory):
     try:
         for name, script in (("plain", PLAIN), ("failing", FAILING), ("failing_module", FAILING_MODULE),
                              ("unhooked", UNHOOKED), ("custom_class", CUSTOM_CLASS), ("reflects", REFLECTS),
-                             ("main_rebound", MAIN_REBOUND),
+                             ("main_rebound", MAIN_REBOUND), ("camera_moving", CAMERA_MOVING),
+                             ("camera_hooked", CAMERA_HOOKED),
                              ("traced", (FIXTURES / "traced.py").read_text(encoding="utf-8"))):
             out[name] = render_with_onepass(f"S-{name}", script, base / "onepass", cfg, REFERENCE, None, worker.run,
                                             acfg)
@@ -239,7 +265,8 @@ def runs(tmp_path_factory):
         out["forged"] = render_one("S-forged", FORGER, base / "onepass", cfg, runner=worker.run, observers=(forge,))
         out["forged_watch"] = forge
         out["plain_ref"] = render_one("S-plain", PLAIN, base / "plain", cfg, runner=worker.run)
-        for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE)):
+        for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE),
+                             ("camera_moving", CAMERA_MOVING)):
             out[f"{name}_ref"] = render_one(f"S-{name}", script, base / "plain", cfg, runner=worker.run)
         # a failure inside a play leaves manim's movie writer waiting: the render ends at its timeout (short here)
         short = RenderConfig(timeout_s=12)
@@ -252,7 +279,8 @@ def runs(tmp_path_factory):
     out["base"] = base
     out["plain_audit"] = audit_one("S-plain", PLAIN, base / "audit_only", AuditConfig())
     for name, script in (("failing", FAILING), ("failing_module", FAILING_MODULE), ("unhooked", UNHOOKED),
-                         ("custom_class", CUSTOM_CLASS)):
+                         ("custom_class", CUSTOM_CLASS), ("camera_moving", CAMERA_MOVING),
+                         ("camera_hooked", CAMERA_HOOKED)):
         out[f"{name}_audit"] = audit_one(f"S-{name}", script, base / "audit_only", AuditConfig())
     out["main_rebound_audit"] = audit_one("S-main", MAIN_REBOUND, base / "audit_only", AuditConfig())
     out["reflects_audit"] = audit_one("S-reflects", REFLECTS, base / "audit_only", AuditConfig())
@@ -390,6 +418,28 @@ def test_a_script_whose_scenes_are_all_unhooked_shares_the_audits_empty_report(r
 
 
 @pytest.mark.slow
+def test_camera_moves_of_an_unhooked_scene_share_the_render_and_a_hooked_scene_is_audited_separately(runs):
+    row, only = dict(runs["camera_moving"]), runs["camera_moving_audit"]
+    shared = row.pop("_onepass_audit")
+    assert row["success"] and row["onepass"] == "shared" and row["manim_executions"] == 1
+    assert shared["report"] == {}
+    text = Path(runs["base"] / "audit_only" / "audits" / "S-camera_moving" / "audit_report.json").read_text(
+        encoding="utf-8")
+    assert onepass_store.report_text(shared["report"]) == text
+    got = onepass_store.write_shared_audit("S-camera_moving", "x.py", shared, runs["base"] / "pipeline_audit")
+    for key in ("audit_success", "segment_count", "error_msg", "status", "error_kind", "scene_errors"):
+        assert got[key] == only[key], key
+    # the render is the plain render: same video bytes
+    ref = runs["camera_moving_ref"]
+    assert Path(row["video_path"]).read_bytes() == Path(ref["video_path"]).read_bytes()
+
+    hooked, hooked_only = runs["camera_hooked"], runs["camera_hooked_audit"]
+    assert hooked["success"] and hooked["onepass"] == "separate" and "_onepass_audit" not in hooked
+    assert hooked["onepass_reasons"][0] == "unhooked_only:camera.frame_center"
+    assert hooked_only["segment_count"] == 1 and hooked_only["visual_issue_total"] > 0  # what sharing {} would hide
+
+
+@pytest.mark.slow
 def test_failed_one_pass_render_in_the_per_frame_loop_keeps_its_row_and_is_audited_separately(runs):
     """Raised in the play's per-frame loop: the audit steps that play at other times, so the failure is not
     shared; but the printed error is the plain render's (the observers' frames unlinked), so the render is not
@@ -410,6 +460,12 @@ def test_failed_one_pass_render_in_the_per_frame_loop_keeps_its_row_and_is_audit
 
 def test_static_rule():
     assert onepass.static_reasons(PLAIN) == []
+    assert sorted(onepass.static_reasons(CAMERA_MOVING)) == ["unhooked_only:camera.frame",
+                                                             "unhooked_only:camera.frame_center"]
+    for other in ("self.camera.pixel_width", "self.camera.frame_rate", "self.renderer.camera.frame", "cam.camera.frame"):
+        got = onepass.static_reasons(f"from manim import *\nclass S(MovingCameraScene):\n    def construct(self):\n"
+                                     f"        x = {other}\n")
+        assert "attr:camera" in got and not any(r.startswith("unhooked_only:") for r in got), (other, got)
     cases = {
         "self.remove(a).add(b)": "remove_result_used",
         "x = self.remove(a)": "remove_result_used",
