@@ -269,6 +269,33 @@ def _install(state: _State) -> None:
                 state.audit_sec += time.perf_counter() - t0
 
     OnePassScene.__name__ = OnePassScene.__qualname__ = "AuditScene"
+
+    # an unhooked scene (MovingCameraScene, ThreeDScene, ...: Q-SPATIAL-1) has no report, but the audit-only run
+    # still steps its plays at 60 fps: script code at the frame times (a script rate_func, a script Animation
+    # class, an updater) can fail or hang there and not in the render (red team: `rate_func` raising for
+    # 0 < t < 0.05 -- a scene error in the audit row only). Its plays get the hooked scene's checks; the wrapper is
+    # a pass-through frame (onepass_failure) and checks after the play is compiled, as OnePassScene does
+    real_compile = original_scene.__dict__["compile_animation_data"]
+
+    def compile_animation_data(self, *args, **kwargs):
+        result = real_compile(self, *args, **kwargs)
+        if not isinstance(self, OnePassScene):
+            t0 = time.perf_counter()
+            try:
+                anims = list(self.animations or [])
+                for anim in anims:
+                    check_animation(anim)
+                if getattr(self, "updaters", None):
+                    state.flag("scene_updater")
+                mobs = [*self.mobjects, *(a.mobject for a in anims if getattr(a, "mobject", None) is not None)]
+                if any(getattr(m, "updaters", None) for top in mobs for m in top.get_family()):
+                    state.flag("unhooked_updater")  # approved updaters are checked at a hooked scene's snapshots only
+            except Exception as exc:  # a guard must never break the render: distrust the pass instead
+                state.flag(f"guard_error:{type(exc).__name__}")
+            state.audit_sec += time.perf_counter() - t0
+        return result
+
+    original_scene.compile_animation_data = compile_animation_data
     manim.Scene = OnePassScene
     state.guard = Guard(audit_scene, trusted=(OnePassScene,))
 
@@ -379,7 +406,9 @@ def _install(state: _State) -> None:
 
     from prism_fast.audit import onepass_failure
 
-    frames = onepass_failure.Frames.of(OnePassScene, original_scene, {get_module.__code__: {real_get_module.__code__}})
+    passes = {get_module.__code__: {real_get_module.__code__},
+              compile_animation_data.__code__: {real_compile.__code__}}  # (unhooked scenes' plays, above)
+    frames = onepass_failure.Frames.of(OnePassScene, original_scene, passes)
     real_print_exception = error_console.print_exception
 
     def print_exception(*args, **kwargs):

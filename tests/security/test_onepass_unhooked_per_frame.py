@@ -1,0 +1,71 @@
+"""Red team (one-pass, unhooked scenes): a scene the reference audit renders without hooks (MovingCameraScene,
+ThreeDScene; Q-SPATIAL-1) reports ``{}`` whatever it does, but the audit-only run still *steps* it at 60 fps, so
+script code at the frame times can fail there and not in the -ql render (the audit row's ``scene_errors``,
+``error_msg``, ``error_kind`` show it). The hooked scene's runtime guards (script rate_func, script Animation
+class, updaters) never ran for an unhooked scene, and the static rule lets a camera-frame move
+(``unhooked_only:camera.frame``) or no camera access at all through: the render's ``{}`` was shared with none of
+the audit's errors. Fixed: the observers check every play of an unhooked scene as they check a hooked one."""
+
+from __future__ import annotations
+
+import pytest
+
+from prism_fast.audit import onepass, onepass_store
+from prism_fast.audit.config import AuditConfig
+from prism_fast.audit.runner import audit_one
+from prism_fast.profile import REFERENCE
+
+# the rate function raises only for 0 < t < 0.05: the 60 fps audit meets t = 1/60, the 15 fps render never does
+EARLY = '''from manim import *
+
+
+def early(t):
+    if 0 < t < 0.05:
+        raise ValueError("only at 60 fps")
+    return t
+
+
+class Pan(MovingCameraScene):
+    def construct(self):
+        self.add(Square())
+        self.play(self.camera.frame.animate.scale(1.5), rate_func=early, run_time=1)
+'''
+
+# a script Animation class whose per-frame code does the same, in a ThreeDScene (no camera access at all)
+CUSTOM_ANIMATION = '''from manim import *
+
+
+class Early(Animation):
+    def interpolate_mobject(self, alpha):
+        if 0 < alpha < 0.05:
+            raise ValueError("only at 60 fps")
+
+
+class Solid(ThreeDScene):
+    def construct(self):
+        self.play(Early(Square()), run_time=1)
+'''
+
+FIELDS = ("audit_success", "segment_count", "error_msg", "status", "error_kind", "scene_errors")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", [EARLY, CUSTOM_ANIMATION], ids=["rate_func", "animation_class"])
+def test_unhooked_scene_with_script_code_per_frame_is_not_shared(tmp_path, script):
+    from prism_fast.execute.render import RenderConfig, prefork_worker
+
+    cfg = RenderConfig(timeout_s=60)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
+    try:
+        row = onepass.render_with_onepass("S-x", script, tmp_path / "onepass", cfg, REFERENCE, None, worker.run,
+                                          AuditConfig().to_dict())
+    finally:
+        worker.close()
+    assert row["success"]  # the render never meets the failing frame time
+    only = audit_one("S-x", script, tmp_path / "audit_only", AuditConfig())
+    assert only["scene_errors"]  # the audit-only run does
+    shared = row.pop("_onepass_audit", None)
+    if shared is not None:  # sharing is only allowed where the row is the audit-only run's
+        got = onepass_store.write_shared_audit("S-x", "x.py", shared, tmp_path / "pipeline_audit")
+        assert {k: got[k] for k in FIELDS} == {k: only[k] for k in FIELDS}
+    assert row["onepass"] == "separate" and row["manim_executions"] == 1
