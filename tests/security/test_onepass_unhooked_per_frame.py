@@ -1,10 +1,14 @@
-"""Red team (one-pass, unhooked scenes): a scene the reference audit renders without hooks (MovingCameraScene,
-ThreeDScene; Q-SPATIAL-1) reports ``{}`` whatever it does, but the audit-only run still *steps* it at 60 fps, so
-script code at the frame times can fail there and not in the -ql render (the audit row's ``scene_errors``,
-``error_msg``, ``error_kind`` show it). The hooked scene's runtime guards (script rate_func, script Animation
-class, updaters) never ran for an unhooked scene, and the static rule lets a camera-frame move
-(``unhooked_only:camera.frame``) or no camera access at all through: the render's ``{}`` was shared with none of
-the audit's errors. Fixed: the observers check every play of an unhooked scene as they check a hooked one."""
+"""Red team of the one-pass audit (audit/onepass*.py).
+
+Unhooked scenes: a scene the reference audit renders without hooks (MovingCameraScene, ThreeDScene; Q-SPATIAL-1)
+reports ``{}`` whatever it does, but the audit-only run still *steps* it at 60 fps, so script code at the frame
+times can fail there and not in the -ql render (the audit row's ``scene_errors``, ``error_msg``, ``error_kind``
+show it). The hooked scene's runtime guards (script rate_func, script Animation class, updaters) never ran for an
+unhooked scene, and the static rule lets a camera-frame move (``unhooked_only:camera.frame``) or no camera access
+at all through: the render's ``{}`` was shared with none of the audit's errors. Fixed: the observers check every
+play of an unhooked scene as they check a hooked one.
+
+A NameError the audit never meets: see NO_IMPORT."""
 
 from __future__ import annotations
 
@@ -66,6 +70,42 @@ def test_unhooked_scene_with_script_code_per_frame_is_not_shared(tmp_path, scrip
     assert only["scene_errors"]  # the audit-only run does
     shared = row.pop("_onepass_audit", None)
     if shared is not None:  # sharing is only allowed where the row is the audit-only run's
+        got = onepass_store.write_shared_audit("S-x", "x.py", shared, tmp_path / "pipeline_audit")
+        assert {k: got[k] for k in FIELDS} == {k: only[k] for k in FIELDS}
+    assert row["onepass"] == "separate" and row["manim_executions"] == 1
+
+
+# Red team: no `from manim import *`. The reference audit runs the module in a namespace that already holds
+# manim.__dict__ (spatial_audit.md §3 step 4), so `Scene`, `Square`, ... resolve there; the render's module has
+# only what it imports and fails with a NameError. The failure was accepted as "the audit's" and the salvaged {}
+# shared (audit_success 0), where the audit-only run reports the scene (audit_success 1).
+NO_IMPORT = '''import numpy as np
+
+
+class Lone(Scene):
+    def construct(self):
+        a = Square(side_length=2, fill_opacity=0.5)
+        b = Square(side_length=2, fill_opacity=0.5).shift(RIGHT)
+        self.play(FadeIn(a), FadeIn(b), run_time=0.2)
+'''
+
+
+@pytest.mark.slow
+def test_a_name_error_on_a_manim_name_is_not_the_audits(tmp_path):
+    from prism_fast.execute.render import RenderConfig, prefork_worker
+
+    cfg = RenderConfig(timeout_s=60)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
+    try:
+        row = onepass.render_with_onepass("S-x", NO_IMPORT, tmp_path / "onepass", cfg, REFERENCE, None, worker.run,
+                                          AuditConfig().to_dict())
+    finally:
+        worker.close()
+    assert not row["success"] and "NameError" in (row["stderr_tail"] or "")
+    only = audit_one("S-x", NO_IMPORT, tmp_path / "audit_only", AuditConfig())
+    assert only["audit_success"] == 1 and only["segment_count"] == 1
+    shared = row.pop("_onepass_audit", None)
+    if shared is not None:
         got = onepass_store.write_shared_audit("S-x", "x.py", shared, tmp_path / "pipeline_audit")
         assert {k: got[k] for k in FIELDS} == {k: only[k] for k in FIELDS}
     assert row["onepass"] == "separate" and row["manim_executions"] == 1
