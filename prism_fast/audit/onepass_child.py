@@ -203,6 +203,17 @@ def _install(state: _State) -> None:
             state.flag(f"scene_call_from:{where}")
 
     class OnePassScene(audit_scene):
+        def __init_subclass__(cls, **kwargs):
+            super().__init_subclass__(**kwargs)
+            # a script class with the hooked Scene and an unhooked manim scene among its bases (`class P(Scene,
+            # MovingCameraScene)`): the plain render's Scene is the unhooked one's base, so its method order differs
+            # there or cannot be built at all (a TypeError: no consistent MRO) -- the render may differ (red team)
+            try:
+                if any(issubclass(c, original_scene) and not issubclass(c, OnePassScene) for c in cls.__mro__):
+                    state.flag(f"scene_override:<mixed_bases:{cls.__name__}>")
+            except Exception as exc:  # noqa: BLE001
+                state.flag(f"guard_error:{type(exc).__name__}")
+
         def ensure_audit_vars(self):
             if not hasattr(self, "_save_audit_images"):
                 self._save_audit_images = False  # no frame copies, no PNG: the render's frames stay untouched

@@ -109,3 +109,68 @@ def test_a_name_error_on_a_manim_name_is_not_the_audits(tmp_path):
         got = onepass_store.write_shared_audit("S-x", "x.py", shared, tmp_path / "pipeline_audit")
         assert {k: got[k] for k in FIELDS} == {k: only[k] for k in FIELDS}
     assert row["onepass"] == "separate" and row["manim_executions"] == 1
+
+
+# Red team: the render child's `Scene` is the observers' hooked subclass of manim's Scene (as the audit's is), so a
+# script that looks at it sees another class than a plain render does. A different video with nothing flagged:
+IDENTITY = '''from manim import *
+
+
+class Ident(%s):
+    def construct(self):
+        %s
+        self.add(Square(side_length=2, fill_opacity=0.5))
+        self.play(FadeIn(Circle()), run_time=0.3)
+'''
+IDENTITY_CASES = {
+    "isinstance_unhooked": IDENTITY % ("MovingCameraScene",
+                                       "if isinstance(self, Scene): self.add(Triangle(fill_opacity=1))"),
+    "issubclass_hooked": IDENTITY % ("Scene",
+                                     "if issubclass(MovingCameraScene, Scene): self.add(Triangle(fill_opacity=1))"),
+    "mro": IDENTITY % ("Scene", "if len(type(self).mro()) > 3: self.add(Triangle(fill_opacity=1))"),
+    "dir": IDENTITY % ("Scene", "if len(dir(self)) > 10: self.add(Triangle(fill_opacity=1))"),
+    "manim_scene": IDENTITY % ("MovingCameraScene", "if self.camera.frame and manim.Scene: pass"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IDENTITY_CASES))
+def test_a_script_looking_at_the_scene_class_is_not_eligible(name):
+    assert any(r.startswith("scene_identity:") for r in onepass.static_reasons(IDENTITY_CASES[name])), name
+    # a Scene base, star import and plain use stay eligible
+    assert onepass.static_reasons(IDENTITY % ("Scene", "pass")) == []
+
+
+# `class P(Scene, MovingCameraScene)`: in a plain render Scene is MovingCameraScene's base, so no consistent MRO
+# exists (TypeError, no video); with the observers' Scene (a subclass, as in the audit) the class builds and the
+# one-pass render made a video the plain render does not
+MIXED_BASES = '''from manim import *
+
+
+class Cam(Scene, MovingCameraScene):
+    def construct(self):
+        a = Square(side_length=2, fill_opacity=0.5)
+        self.play(FadeIn(a), run_time=0.2)
+        self.play(self.camera.frame.animate.scale(0.5), run_time=0.3)
+'''
+
+
+# (also: the fallback's "plain" render used to find the observed run's video, trusted as a success without
+# rendering under the reference profile (Q-FUNNEL-2), or its render-cache entry)
+@pytest.mark.slow
+@pytest.mark.parametrize("cached", [False, True], ids=["no_cache", "render_cache"])
+def test_hooked_and_unhooked_scene_bases_render_as_a_plain_render(tmp_path, cached):
+    from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
+
+    cfg = RenderConfig(timeout_s=60, cache_dir=str(tmp_path / "cache") if cached else None)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
+    try:
+        row = onepass.render_with_onepass("S-x", MIXED_BASES, tmp_path / "onepass", cfg, REFERENCE, None,
+                                          worker.run, AuditConfig().to_dict())
+        ref = render_one("S-x", MIXED_BASES, tmp_path / "plain", RenderConfig(timeout_s=60), runner=worker.run)
+        again = render_one("S-x", MIXED_BASES, tmp_path / "again", cfg, runner=worker.run)  # a later run's render
+    finally:
+        worker.close()
+    assert not ref["success"] and "consistent method resolution" in (ref["stderr_tail"] or "")
+    for got in (row, again):
+        assert got["success"] == ref["success"] and bool(got.get("video_path")) == bool(ref.get("video_path"))
+    assert "_onepass_audit" not in row and row["onepass"] in ("fallback", "separate")
