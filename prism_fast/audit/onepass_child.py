@@ -209,7 +209,9 @@ def _install(state: _State) -> None:
             # MovingCameraScene)`): the plain render's Scene is the unhooked one's base, so its method order differs
             # there or cannot be built at all (a TypeError: no consistent MRO) -- the render may differ (red team)
             try:
-                if any(issubclass(c, original_scene) and not issubclass(c, OnePassScene) for c in cls.__mro__):
+                own = OnePassScene.__mro__  # (the hooked chain itself: audit_scene, manim's Scene)
+                if any(c not in own and issubclass(c, original_scene) and not issubclass(c, OnePassScene)
+                       for c in cls.__mro__):
                     state.flag(f"scene_override:<mixed_bases:{cls.__name__}>")
             except Exception as exc:  # noqa: BLE001
                 state.flag(f"guard_error:{type(exc).__name__}")
