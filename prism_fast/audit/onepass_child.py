@@ -301,12 +301,30 @@ def _install(state: _State) -> None:
                 if getattr(self, "updaters", None):
                     state.flag("scene_updater")
                 mobs = [*self.mobjects, *(a.mobject for a in anims if getattr(a, "mobject", None) is not None)]
-                if any(getattr(m, "updaters", None) for top in mobs for m in top.get_family()):
-                    state.flag("unhooked_updater")  # approved updaters are checked at a hooked scene's snapshots only
+                if any(not _manim_only(u) for top in mobs for m in top.get_family()
+                       for u in (getattr(m, "updaters", None) or ())):
+                    state.flag("unhooked_updater")  # script code at the frame times (approved updaters are checked
+                    # at a hooked scene's snapshots only; manim's own, e.g. the ambient camera rotation, run none)
             except Exception as exc:  # a guard must never break the render: distrust the pass instead
                 state.flag(f"guard_error:{type(exc).__name__}")
             state.audit_sec += time.perf_counter() - t0
         return result
+
+    manim_dir = os.path.dirname(os.path.abspath(manim.__file__)) + os.sep
+
+    def _manim_only(fn) -> bool:
+        """Whether an updater is manim's own code holding no function of the script's: a plain function or lambda
+        defined under manim's package whose closure cells, defaults and bound object hold no callable (the
+        ambient camera rotation's ``lambda m, dt: m.increment_value(rate * dt)``; not ``always_redraw``'s
+        lambda, whose closure holds the script's function)."""
+        if not isinstance(fn, types.FunctionType):
+            return False
+        code = fn.__code__
+        if not os.path.abspath(code.co_filename).startswith(manim_dir):
+            return False
+        held = [c.cell_contents for c in (fn.__closure__ or ()) if _cell_set(c)]
+        held += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+        return not any(callable(v) for v in held)
 
     original_scene.compile_animation_data = compile_animation_data
     manim.Scene = OnePassScene

@@ -270,6 +270,19 @@ IDENTITY_ATTRS = frozenset({"mro"})
 def _scene_identity_reasons(tree: ast.AST) -> list[str]:
     out: list[str] = []
     bases = {id(b) for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases}
+    # type hints (`SCENES: dict[str, type[Scene]] = {}`): evaluated at most into `__annotations__`, which only a
+    # dunder read (refused above) or `typing.get_type_hints` on a string annotation (refused) could look at
+    for n in ast.walk(tree):
+        hints = []
+        if isinstance(n, ast.AnnAssign):
+            hints.append(n.annotation)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = n.args
+            hints += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                      if x is not None and x.annotation is not None]
+            if n.returns is not None:
+                hints.append(n.returns)
+        bases |= {id(m) for h in hints for m in ast.walk(h)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in SCENE_NAMES and not isinstance(node.ctx, ast.Store):
             if id(node) not in bases:

@@ -136,8 +136,52 @@ IDENTITY_CASES = {
 @pytest.mark.parametrize("name", sorted(IDENTITY_CASES))
 def test_a_script_looking_at_the_scene_class_is_not_eligible(name):
     assert any(r.startswith("scene_identity:") for r in onepass.static_reasons(IDENTITY_CASES[name])), name
-    # a Scene base, star import and plain use stay eligible
+    # a Scene base, star import and plain use stay eligible, and so do type hints naming Scene (evaluated at most
+    # into __annotations__, which only a refused dunder read could look at)
     assert onepass.static_reasons(IDENTITY % ("Scene", "pass")) == []
+    hinted = "SCENES: dict[str, type[Scene]] = {}\n\n\ndef pick(s: Scene) -> Scene:\n    return s\n\n\n"
+    assert onepass.static_reasons(IDENTITY.replace("\n\nclass", "\n\n" + hinted + "class", 1)
+                                  % ("Scene", "pass")) == []
+
+
+# manim's own updater in an unhooked scene (the ambient camera rotation: `lambda m, dt: m.increment_value(rate *
+# dt)`, no script code at the frame times): still shared, with the audit-only run's row; a script updater is not
+AMBIENT = '''from manim import *
+
+
+class Spin(ThreeDScene):
+    def construct(self):
+        self.set_camera_orientation(phi=60 * DEGREES, theta=30 * DEGREES)
+        self.begin_ambient_camera_rotation(rate=0.3)
+        self.play(FadeIn(Cube(side_length=2)), run_time=0.4)
+        self.wait(0.3)
+'''
+
+
+@pytest.mark.slow
+def test_manims_own_updater_in_an_unhooked_scene_still_shares_and_a_script_updater_does_not(tmp_path):
+    from prism_fast.execute.render import RenderConfig, prefork_worker
+
+    # an always_redraw the static rule approves: manim's lambda, but its closure holds the script's function
+    script_updater = AMBIENT.replace("self.wait(0.3)", "self.add(always_redraw(lambda: Dot(ORIGIN)))\n"
+                                     "        self.wait(0.3)")
+    assert onepass.static_reasons(script_updater) == []
+    cfg = RenderConfig(timeout_s=60)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
+    try:
+        rows = {name: onepass.render_with_onepass(f"S-{name}", script, tmp_path / "onepass", cfg, REFERENCE, None,
+                                                  worker.run, AuditConfig().to_dict())
+                for name, script in (("ambient", AMBIENT), ("script_updater", script_updater))}
+    finally:
+        worker.close()
+    row = rows["ambient"]
+    assert row["success"] and row["onepass"] == "shared" and row["manim_executions"] == 1, row["onepass_reasons"]
+    only = audit_one("S-ambient", AMBIENT, tmp_path / "audit_only", AuditConfig())
+    got = onepass_store.write_shared_audit("S-ambient", "x.py", row.pop("_onepass_audit"), tmp_path / "pipe")
+    assert {k: got[k] for k in FIELDS} == {k: only[k] for k in FIELDS}
+    other = rows["script_updater"]
+    assert other["success"] and other["onepass"] == "separate" and "_onepass_audit" not in other
+    assert "unhooked_updater" in other["onepass_reasons"]
 
 
 # `class P(Scene, MovingCameraScene)`: in a plain render Scene is MovingCameraScene's base, so no consistent MRO
