@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
+from pathlib import Path
 from typing import Callable
 
 from prism_fast.audit.onepass_rule import static_reasons
@@ -31,6 +33,7 @@ from prism_fast.audit.onepass_rules import UNHOOKED_ONLY
 from prism_fast.audit.onepass_store import (cache_shared_audit, load_shared_audit, store_separate_audit,
                                             store_shared_audit)
 from prism_fast.audit.tamper import static_evidence
+from prism_fast.execute.cache import RenderCache
 from prism_fast.execute.observers import Observer
 from prism_fast.execute.render import backend_name, executed, render_one
 
@@ -88,7 +91,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     changed = [r for r in (doc or {}).get("reasons") or [] if r.startswith(RENDER_CHANGING)]
     if changed:
         # the observers may have changed the render itself: rendered again without them (success or failure)
-        plain = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
+        plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row)
         plain.update(onepass="fallback", onepass_reasons=["render_changed", *doc["reasons"]],
                      manim_executions=1 + (plain.get("manim_executions") or 1))
         return plain
@@ -99,7 +102,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
             return row
         # otherwise render again without the observers, so the row (error text included) is exactly the plain
         # render's; the audit runs separately
-        plain = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
+        plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row)
         plain.update(onepass="fallback", onepass_reasons=["render_failed", *_failure_reasons(doc, watch)],
                      manim_executions=1 + (plain.get("manim_executions") or 1))
         return plain
@@ -117,6 +120,27 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
                    _onepass_audit={"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0),
                                    "engine": doc.get("engine")})
     return row
+
+
+def _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observed: dict) -> dict:
+    """The plain render after an observed one that cannot stand for it. The observed run's video and cache entry
+    must not: under the reference profile an existing ``videos/<id>.mp4`` is trusted as a success without rendering
+    (Q-FUNNEL-2), and ``render_one`` caches a successful observed row -- either way the "plain" row was the observed
+    one (red team: a render the observers changed kept its video). The plain row replaces the cache entry."""
+    (Path(out_dir) / "videos" / f"{sample_id}.mp4").unlink(missing_ok=True)
+    key = observed.get("cache_key") if cfg.cache_dir else None
+    plain = render_one(sample_id, script_text, out_dir, replace(cfg, cache_dir=None) if key else cfg, profile,
+                       file_path, runner)
+    if key:
+        cache = RenderCache(cfg.cache_dir)
+        if not cache.put(key, plain):  # not cacheable (a failure): the observed entry must not stay either
+            for suffix in (".json", ".mp4"):  # (the json first: a json file always means a complete entry)
+                try:
+                    cache.path(key, suffix).unlink(missing_ok=True)
+                except OSError as exc:
+                    log.warning("render cache: observed entry %s not removed (%s)", key, exc)
+        plain["cache_key"] = key
+    return plain
 
 
 # Reasons after which the one-pass render itself may differ from a plain render (not only its report): script

@@ -203,6 +203,19 @@ def _install(state: _State) -> None:
             state.flag(f"scene_call_from:{where}")
 
     class OnePassScene(audit_scene):
+        def __init_subclass__(cls, **kwargs):
+            super().__init_subclass__(**kwargs)
+            # a script class with the hooked Scene and an unhooked manim scene among its bases (`class P(Scene,
+            # MovingCameraScene)`): the plain render's Scene is the unhooked one's base, so its method order differs
+            # there or cannot be built at all (a TypeError: no consistent MRO) -- the render may differ (red team)
+            try:
+                own = OnePassScene.__mro__  # (the hooked chain itself: audit_scene, manim's Scene)
+                if any(c not in own and issubclass(c, original_scene) and not issubclass(c, OnePassScene)
+                       for c in cls.__mro__):
+                    state.flag(f"scene_override:<mixed_bases:{cls.__name__}>")
+            except Exception as exc:  # noqa: BLE001
+                state.flag(f"guard_error:{type(exc).__name__}")
+
         def ensure_audit_vars(self):
             if not hasattr(self, "_save_audit_images"):
                 self._save_audit_images = False  # no frame copies, no PNG: the render's frames stay untouched
@@ -269,6 +282,51 @@ def _install(state: _State) -> None:
                 state.audit_sec += time.perf_counter() - t0
 
     OnePassScene.__name__ = OnePassScene.__qualname__ = "AuditScene"
+
+    # an unhooked scene (MovingCameraScene, ThreeDScene, ...: Q-SPATIAL-1) has no report, but the audit-only run
+    # still steps its plays at 60 fps: script code at the frame times (a script rate_func, a script Animation
+    # class, an updater) can fail or hang there and not in the render (red team: `rate_func` raising for
+    # 0 < t < 0.05 -- a scene error in the audit row only). Its plays get the hooked scene's checks; the wrapper is
+    # a pass-through frame (onepass_failure) and checks after the play is compiled, as OnePassScene does
+    real_compile = original_scene.__dict__["compile_animation_data"]
+
+    def compile_animation_data(self, *args, **kwargs):
+        result = real_compile(self, *args, **kwargs)
+        if not isinstance(self, OnePassScene):
+            t0 = time.perf_counter()
+            try:
+                anims = list(self.animations or [])
+                for anim in anims:
+                    check_animation(anim)
+                if getattr(self, "updaters", None):
+                    state.flag("scene_updater")
+                mobs = [*self.mobjects, *(a.mobject for a in anims if getattr(a, "mobject", None) is not None)]
+                if any(not _manim_only(u) for top in mobs for m in top.get_family()
+                       for u in (getattr(m, "updaters", None) or ())):
+                    state.flag("unhooked_updater")  # script code at the frame times (approved updaters are checked
+                    # at a hooked scene's snapshots only; manim's own, e.g. the ambient camera rotation, run none)
+            except Exception as exc:  # a guard must never break the render: distrust the pass instead
+                state.flag(f"guard_error:{type(exc).__name__}")
+            state.audit_sec += time.perf_counter() - t0
+        return result
+
+    manim_dir = os.path.dirname(os.path.abspath(manim.__file__)) + os.sep
+
+    def _manim_only(fn) -> bool:
+        """Whether an updater is manim's own code holding no function of the script's: a plain function or lambda
+        defined under manim's package whose closure cells, defaults and bound object hold no callable (the
+        ambient camera rotation's ``lambda m, dt: m.increment_value(rate * dt)``; not ``always_redraw``'s
+        lambda, whose closure holds the script's function)."""
+        if not isinstance(fn, types.FunctionType):
+            return False
+        code = fn.__code__
+        if not os.path.abspath(code.co_filename).startswith(manim_dir):
+            return False
+        held = [c.cell_contents for c in (fn.__closure__ or ()) if _cell_set(c)]
+        held += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+        return not any(callable(v) for v in held)
+
+    original_scene.compile_animation_data = compile_animation_data
     manim.Scene = OnePassScene
     state.guard = Guard(audit_scene, trusted=(OnePassScene,))
 
@@ -379,7 +437,9 @@ def _install(state: _State) -> None:
 
     from prism_fast.audit import onepass_failure
 
-    frames = onepass_failure.Frames.of(OnePassScene, original_scene, {get_module.__code__: {real_get_module.__code__}})
+    passes = {get_module.__code__: {real_get_module.__code__},
+              compile_animation_data.__code__: {real_compile.__code__}}  # (unhooked scenes' plays, above)
+    frames = onepass_failure.Frames.of(OnePassScene, original_scene, passes)
     real_print_exception = error_console.print_exception
 
     def print_exception(*args, **kwargs):

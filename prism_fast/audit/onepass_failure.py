@@ -15,6 +15,9 @@ when
   (``Scene.update_to_time``, ``update_mobjects``, ``update_self``, the time progression) and ``Mobject.update``
   (updaters). The audit-only run steps plays at other times (60 fps, or one update), so an error raised there
   need not happen, or not at the same point, in the audit;
+* it is no ``NameError`` on a name of manim's module: the audit runs the script in a namespace that already holds
+  ``manim.__dict__`` (spatial_audit.md §3 step 4), so a script that never imports ``Scene`` or ``Square`` fails
+  in the render only (red team);
 * it is not a ``RecursionError`` (the observers' frames change the stack depth), ``MemoryError`` or an exception
   group, and no mobject ``repr`` ran during the render (it prints the audit's injected variable names, which a
   printed error could carry).
@@ -51,6 +54,9 @@ class Frames:
     own_dir: str = _OWN_DIR  # frames from here are the observers' (only pass-throughs may stay)
     package_dir: str = _PACKAGE_DIR  # other prism_fast frames: the render child's wrappers (TeX cache, text boxes)
     render: CodeType | None = None  # manim's Scene.render: an exception under it is a scene error ("render")
+    # manim's module names: the audit runs the script in a namespace that already holds them (spatial_audit.md §3
+    # step 4), so a NameError on one of them is the render's alone (red team: a script without `from manim import *`)
+    preset_names: frozenset = frozenset()
 
     @classmethod
     def of(cls, scene_cls: type, original_scene: type, extra: dict | None = None) -> "Frames":
@@ -77,7 +83,8 @@ class Frames:
         dirs = tuple(os.path.join(root, *p) for p in (("camera",), ("renderer",), ("scene", "scene_file_writer.py"),
                                                          ("utils", "caching.py")))
         return cls(passes=passes, denied={c for c in denied if c is not None},
-                   allowed={_code(CairoRenderer.play)}, denied_dirs=dirs, render=_code(original_scene.render))
+                   allowed={_code(CairoRenderer.play)}, denied_dirs=dirs, render=_code(original_scene.render),
+                   preset_names=frozenset(vars(manim)))
 
     def examine(self, exc: BaseException | None, scene_started: bool, repr_seen,
                 module_file: str | None = None) -> dict:
@@ -120,6 +127,8 @@ class Frames:
             if isinstance(one, _REFUSED_TYPES) or isinstance(one, BaseExceptionGroup):
                 why = f"exception:{type(one).__name__}"
                 break
+            if audit_why is None and isinstance(one, NameError) and getattr(one, "name", None) in self.preset_names:
+                audit_why = f"name_preset_in_audit:{one.name}"
             entries = _entries(one.__traceback__)
             keep = []
             for i, tb in enumerate(entries):

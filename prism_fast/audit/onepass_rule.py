@@ -242,6 +242,8 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("string_access:format_field")
     for reason in _injected_set_reasons(tree):
         add(reason)
+    for reason in _scene_identity_reasons(tree):
+        add(reason)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in COPY_PROTOCOL:
             add(f"copy_protocol:{node.name}")
@@ -254,6 +256,46 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         add(reason)
     return reasons
 
+
+
+# What shows the render child's `Scene` (the observers' hooked subclass of manim's Scene, as the audit's AuditScene
+# is) instead of manim's own: the name used anywhere but as a class's base, its methods and attributes listed
+# (red team: `isinstance(self, Scene)` in a MovingCameraScene, `issubclass(MovingCameraScene, Scene)` in a hooked
+# scene -- False in the one-pass render and in the audit, True in a plain render: a different video)
+SCENE_NAMES = frozenset({"Scene"})
+IDENTITY_NAMES = frozenset({"dir", "help"})
+IDENTITY_ATTRS = frozenset({"mro"})
+
+
+def _scene_identity_reasons(tree: ast.AST) -> list[str]:
+    out: list[str] = []
+    bases = {id(b) for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases}
+    # type hints (`SCENES: dict[str, type[Scene]] = {}`): evaluated at most into `__annotations__`, which only a
+    # dunder read (refused above) or `typing.get_type_hints` on a string annotation (refused) could look at
+    for n in ast.walk(tree):
+        hints = []
+        if isinstance(n, ast.AnnAssign):
+            hints.append(n.annotation)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = n.args
+            hints += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                      if x is not None and x.annotation is not None]
+            if n.returns is not None:
+                hints.append(n.returns)
+        bases |= {id(m) for h in hints for m in ast.walk(h)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in SCENE_NAMES and not isinstance(node.ctx, ast.Store):
+            if id(node) not in bases:
+                out.append(f"scene_identity:{node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in SCENE_NAMES and id(node) not in bases:
+            out.append(f"scene_identity:.{node.attr}")
+        elif isinstance(node, ast.alias) and node.name in SCENE_NAMES and node.asname not in (None, node.name):
+            out.append(f"scene_identity:as_{node.asname}")
+        elif isinstance(node, ast.Name) and node.id in IDENTITY_NAMES:
+            out.append(f"scene_identity:{node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in IDENTITY_ATTRS:
+            out.append(f"scene_identity:.{node.attr}")
+    return list(dict.fromkeys(out))
 
 
 def _a_class(node: ast.AST) -> bool:

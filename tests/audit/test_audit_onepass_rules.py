@@ -263,7 +263,9 @@ def test_static_rule_still_refuses_the_frame_rate_or_canvas_dependent_forms():
         _body("r = config.frame_rate"): "name:config",
         _body('w = config["pixel_width"]'): "name:config",
         _body("config.quality = 'low_quality'"): "name:config",
-        _body("self.play(self.camera.frame.animate.scale(0.5))"): "attr:camera",
+        # a camera frame move: shared only where every audited scene is unhooked, decided at run time (db469a1)
+        _body("self.play(self.camera.frame.animate.scale(0.5))"): "unhooked_only:camera.frame",
+        _body("w = self.camera.pixel_width"): "attr:camera",
         # updaters: time-based, accumulating, relative, placement (rounding history), own state, random,
         # a statement that can latch, a call into the script, a group that moves existing mobjects
         _body("s = Square()", "s.add_updater(lambda m, dt: m.rotate(dt))"): "updater_body:dt",
