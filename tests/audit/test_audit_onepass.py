@@ -402,35 +402,33 @@ def test_a_script_mobject_class_with_methods_manim_never_calls_still_shares(runs
     assert onepass_store.report_text(shared["report"]) == text and runs["custom_class_audit"]["segment_count"] >= 1
 
 
-@pytest.mark.slow
-def test_a_script_whose_scenes_are_all_unhooked_shares_the_audits_empty_report(runs):
-    row, only = dict(runs["unhooked"]), runs["unhooked_audit"]
+def _shares_the_audit_only_empty_report(runs, name: str) -> dict:
+    """The one-pass row of ``name`` shares ``{}``, byte-identical to the audit-only run's report, and the stored audit
+    row equals the audit-only row; returns the audit-only row."""
+    row, only = dict(runs[name]), runs[f"{name}_audit"]
     shared = row.pop("_onepass_audit")
     assert row["success"] and row["onepass"] == "shared" and row["manim_executions"] == 1
     assert shared["report"] == {}
-    text = Path(runs["base"] / "audit_only" / "audits" / "S-unhooked" / "audit_report.json").read_text(
+    text = Path(runs["base"] / "audit_only" / "audits" / f"S-{name}" / "audit_report.json").read_text(
         encoding="utf-8")
     assert onepass_store.report_text(shared["report"]) == text  # the audit-only run hooks nothing either
-    got = onepass_store.write_shared_audit("S-unhooked", "x.py", shared, runs["base"] / "pipeline_audit")
+    got = onepass_store.write_shared_audit(f"S-{name}", "x.py", shared, runs["base"] / "pipeline_audit")
     for key in ("audit_success", "segment_count", "error_msg", "status", "error_kind", "scene_errors"):
         assert got[key] == only[key], key
+    return only
+
+
+@pytest.mark.slow
+def test_a_script_whose_scenes_are_all_unhooked_shares_the_audits_empty_report(runs):
+    only = _shares_the_audit_only_empty_report(runs, "unhooked")
     assert only["audit_success"] == 0  # "Audit produced no valid segments", in both
 
 
 @pytest.mark.slow
 def test_camera_moves_of_an_unhooked_scene_share_the_render_and_a_hooked_scene_is_audited_separately(runs):
-    row, only = dict(runs["camera_moving"]), runs["camera_moving_audit"]
-    shared = row.pop("_onepass_audit")
-    assert row["success"] and row["onepass"] == "shared" and row["manim_executions"] == 1
-    assert shared["report"] == {}
-    text = Path(runs["base"] / "audit_only" / "audits" / "S-camera_moving" / "audit_report.json").read_text(
-        encoding="utf-8")
-    assert onepass_store.report_text(shared["report"]) == text
-    got = onepass_store.write_shared_audit("S-camera_moving", "x.py", shared, runs["base"] / "pipeline_audit")
-    for key in ("audit_success", "segment_count", "error_msg", "status", "error_kind", "scene_errors"):
-        assert got[key] == only[key], key
+    _shares_the_audit_only_empty_report(runs, "camera_moving")
     # the render is the plain render: same video bytes
-    ref = runs["camera_moving_ref"]
+    row, ref = runs["camera_moving"], runs["camera_moving_ref"]
     assert Path(row["video_path"]).read_bytes() == Path(ref["video_path"]).read_bytes()
 
     hooked, hooked_only = runs["camera_hooked"], runs["camera_hooked_audit"]

@@ -19,6 +19,20 @@ from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.runner import audit_one
 from prism_fast.profile import REFERENCE
 
+def _onepass_rows(tmp_path, scripts: dict[str, str]) -> dict[str, dict]:
+    """``render_with_onepass`` of each named script (sample id ``S-<name>``) through one prefork worker."""
+    from prism_fast.execute.render import RenderConfig, prefork_worker
+
+    cfg = RenderConfig(timeout_s=60)
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
+    try:
+        return {name: onepass.render_with_onepass(f"S-{name}", script, tmp_path / "onepass", cfg, REFERENCE, None,
+                                                  worker.run, AuditConfig().to_dict())
+                for name, script in scripts.items()}
+    finally:
+        worker.close()
+
+
 # the rate function raises only for 0 < t < 0.05: the 60 fps audit meets t = 1/60, the 15 fps render never does
 EARLY = '''from manim import *
 
@@ -56,15 +70,7 @@ FIELDS = ("audit_success", "segment_count", "error_msg", "status", "error_kind",
 @pytest.mark.slow
 @pytest.mark.parametrize("script", [EARLY, CUSTOM_ANIMATION], ids=["rate_func", "animation_class"])
 def test_unhooked_scene_with_script_code_per_frame_is_not_shared(tmp_path, script):
-    from prism_fast.execute.render import RenderConfig, prefork_worker
-
-    cfg = RenderConfig(timeout_s=60)
-    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
-    try:
-        row = onepass.render_with_onepass("S-x", script, tmp_path / "onepass", cfg, REFERENCE, None, worker.run,
-                                          AuditConfig().to_dict())
-    finally:
-        worker.close()
+    row = _onepass_rows(tmp_path, {"x": script})["x"]
     assert row["success"]  # the render never meets the failing frame time
     only = audit_one("S-x", script, tmp_path / "audit_only", AuditConfig())
     assert only["scene_errors"]  # the audit-only run does
@@ -92,15 +98,7 @@ class Lone(Scene):
 
 @pytest.mark.slow
 def test_a_name_error_on_a_manim_name_is_not_the_audits(tmp_path):
-    from prism_fast.execute.render import RenderConfig, prefork_worker
-
-    cfg = RenderConfig(timeout_s=60)
-    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
-    try:
-        row = onepass.render_with_onepass("S-x", NO_IMPORT, tmp_path / "onepass", cfg, REFERENCE, None, worker.run,
-                                          AuditConfig().to_dict())
-    finally:
-        worker.close()
+    row = _onepass_rows(tmp_path, {"x": NO_IMPORT})["x"]
     assert not row["success"] and "NameError" in (row["stderr_tail"] or "")
     only = audit_one("S-x", NO_IMPORT, tmp_path / "audit_only", AuditConfig())
     assert only["audit_success"] == 1 and only["segment_count"] == 1
@@ -160,20 +158,11 @@ class Spin(ThreeDScene):
 
 @pytest.mark.slow
 def test_manims_own_updater_in_an_unhooked_scene_still_shares_and_a_script_updater_does_not(tmp_path):
-    from prism_fast.execute.render import RenderConfig, prefork_worker
-
     # an always_redraw the static rule approves: manim's lambda, but its closure holds the script's function
     script_updater = AMBIENT.replace("self.wait(0.3)", "self.add(always_redraw(lambda: Dot(ORIGIN)))\n"
                                      "        self.wait(0.3)")
     assert onepass.static_reasons(script_updater) == []
-    cfg = RenderConfig(timeout_s=60)
-    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
-    try:
-        rows = {name: onepass.render_with_onepass(f"S-{name}", script, tmp_path / "onepass", cfg, REFERENCE, None,
-                                                  worker.run, AuditConfig().to_dict())
-                for name, script in (("ambient", AMBIENT), ("script_updater", script_updater))}
-    finally:
-        worker.close()
+    rows = _onepass_rows(tmp_path, {"ambient": AMBIENT, "script_updater": script_updater})
     row = rows["ambient"]
     assert row["success"] and row["onepass"] == "shared" and row["manim_executions"] == 1, row["onepass_reasons"]
     only = audit_one("S-ambient", AMBIENT, tmp_path / "audit_only", AuditConfig())
