@@ -38,10 +38,6 @@ class PlainTotals:
     changed: list[int]
     absolute: list[int] | None
 
-    @property
-    def pair_count(self) -> int:
-        return max(self.frame_count - 1, 0)
-
 
 class Cv2FrameSignalStream:
     """Per-pair signals over BGR chunks ``(T, H, W, 3) uint8`` (numpy or CPU tensor), one frame at a time."""
