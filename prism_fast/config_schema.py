@@ -89,6 +89,7 @@ class ExecuteSchema:
     cache: CacheSchema = field(default_factory=CacheSchema)
     tex_cache: TexCacheSchema = field(default_factory=TexCacheSchema)
     schedule: str = MISSING
+    head_start: bool = True  # renders in the driver while Ray starts (pipeline/headstart.py)
 
     def __post_init__(self) -> None:
         if self.schedule not in (MISSING, "longest_first", "input"):

@@ -35,6 +35,7 @@ as it already does from a verified cache entry.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -249,3 +250,56 @@ def usable(path: str, preamble: str = DEFAULT_PREAMBLE) -> bool:
 def unchanged(info: FormatInfo) -> bool:
     """Whether the format file is still the very file that was built and checked (an edit changes its ctime)."""
     return _ident(info.path.with_suffix(".fmt")) == info.ident
+
+
+# -- kept for later runs -------------------------------------------------------------------------------------
+# The driver's self-checked format is published under the TeX cache root (one directory per render environment
+# fingerprint: another TeX install never sees it), tagged under the cache's integrity key: a later run takes it
+# after hashing it and checking the tag, instead of building and self-checking again (≈ 3 s while its render head
+# start waits for it; pipeline/headstart.py). The root is read-only for scripts; a file changed by anything without
+# the key fails the tag and is built again.
+PUBLISHED_DIR = "format"
+
+
+def _published_message(root: Path, name: str, sha256: str) -> bytes:
+    from prism_fast import integrity
+
+    return integrity.message("tex_format", cache=root.name, name=name, sha256=sha256)
+
+
+def published(root: str | os.PathLike, key: bytes, preamble: str = DEFAULT_PREAMBLE) -> FormatInfo | None:
+    """The format an earlier run built, self-checked and :func:`publish`\\ ed under the TeX cache root ``root``,
+    hashed now and its tag verified; None where there is none or it does not verify."""
+    from prism_fast import integrity
+
+    root = Path(root)
+    name = format_name(preamble)
+    fmt = root / PUBLISHED_DIR / f"{name}.fmt"
+    try:
+        record = json.loads((root / PUBLISHED_DIR / f"{name}.json").read_text(encoding="ascii"))
+        data = fmt.read_bytes()
+    except (OSError, ValueError):
+        return None
+    sha = hashlib.sha256(data).hexdigest()
+    if not (isinstance(record, dict) and record.get("sha256") == sha
+            and integrity.verify(key, _published_message(root, name, sha), record.get("tag"))):
+        log.info("tex cache: the published LaTeX format in %s does not verify; built again", fmt.parent)
+        return None
+    return FormatInfo(name, preamble, fmt.with_suffix(""), sha, _ident(fmt), 0.0)
+
+
+def publish(info: FormatInfo, root: str | os.PathLike, key: bytes) -> bool:
+    """Keep the built and self-checked ``info`` under ``root`` for later runs, tagged; whether it was written."""
+    from prism_fast import fsutil, integrity
+
+    root = Path(root)
+    where = root / PUBLISHED_DIR
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fsutil.atomic_copy(info.path.with_suffix(".fmt"), where / f"{info.name}.fmt", expect_sha256=info.sha256)
+        record = {"sha256": info.sha256, "tag": integrity.tag(key, _published_message(root, info.name, info.sha256))}
+        fsutil.atomic_write_text(where / f"{info.name}.json", json.dumps(record))
+    except Exception as exc:  # noqa: BLE001 - this run has its format; only later runs build theirs again
+        log.warning("tex cache: the LaTeX format was not kept for later runs (%s: %s)", type(exc).__name__, exc)
+        return False
+    return True

@@ -63,11 +63,11 @@ def _td_fallback(detail: str, lang: str, base_row: dict) -> dict:
     return {"render_success": base_row.get("render_success")}
 
 
-@ray.remote(num_cpus=1, **RESTARTS)
-class RenderActor:
-    """One per CPU: renders a script in the sandbox and returns the Exec row (with its error taxonomy).
+class RenderWorker:
+    """Renders a script in the sandbox and returns the Exec row (with its error taxonomy): the body of
+    :class:`RenderActor`, and of the driver's head start while Ray starts (pipeline/headstart.py).
 
-    With ``prefork`` the actor keeps a warm manim process that forks one contained child per sample
+    With ``prefork`` the worker keeps a warm manim process that forks one contained child per sample
     (``execute.worker``; rows and videos identical to the plain CLI path, tested), saving the interpreter and
     manim import of every sample.
     """
@@ -133,10 +133,19 @@ class RenderActor:
             log.warning("TD of %s not computed after its render (%s: %s); the TD stage decodes the video",
                         sample_id, type(exc).__name__, exc)
 
+    def ready(self) -> bool:
+        """Answers once the constructor has returned (the prefork server is up): the head start's hand-off."""
+        return True
+
     def close(self) -> None:
         if self.worker is not None:
             worker, self.worker = self.worker, None
             worker.close()
+
+
+@ray.remote(num_cpus=1, **RESTARTS)
+class RenderActor(RenderWorker):
+    """One per CPU: :class:`RenderWorker` in its own Ray worker process."""
 
 
 class _Auditor:

@@ -63,15 +63,20 @@ def onepass_args(opts: EvalOptions) -> tuple:
     return opts.audit_cfg.to_dict(), str(model_output_dir(opts) / "audit"), opts.audit_cache_dir
 
 
-def _exec_actor(run: StageRun):
-    from prism_fast.pipeline.actors import RenderActor
+def render_worker_factory(run: StageRun, local: bool = False):
+    """``make()`` of the Exec stage's render worker: a ``RenderActor`` (``local``: the same worker in this process,
+    the head start's, pipeline/headstart.py). Reads ``opts.render`` when called (the driver's LaTeX format)."""
+    from prism_fast.pipeline.actors import RenderActor, RenderWorker
 
     opts = run.opts
     model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
     td_pre = td_pre_settings(opts)
-    return (lambda: RenderActor.remote(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts),
-                                       td_pre=td_pre),
-            "render", int(opts.execute.workers or _cpus()))
+    make = RenderWorker if local else RenderActor.remote
+    return lambda: make(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts), td_pre=td_pre)
+
+
+def _exec_actor(run: StageRun):
+    return render_worker_factory(run), "render", int(run.opts.execute.workers or _cpus())
 
 
 def td_pre_settings(opts: EvalOptions) -> dict | None:

@@ -12,6 +12,7 @@ import logging
 import shutil
 import tempfile
 import time
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
@@ -94,28 +95,48 @@ def _forget_stale_outputs(opts: EvalOptions, stale: dict) -> None:
 
 
 def _start_format_prebuild(opts: EvalOptions, stages) -> tuple | None:
-    """The LaTeX format of the render workers (execute/texformat.py), built and self-checked in a thread of this
-    process while Ray starts (mostly waiting), instead of by each worker at its first sample. Returns (future, its
-    directory), or None where the Exec stage does not run with the format."""
+    """The LaTeX format of the render workers (execute/texformat.py): the one an earlier run published under the
+    TeX cache root when it verifies, else built and self-checked in a thread of this process while Ray starts
+    (mostly waiting), instead of by each worker at its first sample, and published for later runs. Returns
+    (future, a directory to remove at the end or None), or None where the Exec stage does not run with the format."""
     cfg = opts.render
     if not (cfg.tex_cache_dir and cfg.tex_format and opts.execute.prefork and any(s.name == "exec" for s in stages)):
         return None
     from concurrent.futures import ThreadPoolExecutor
 
+    from prism_fast import integrity
     from prism_fast.execute import texformat
 
-    tmp = Path(cfg.tex_cache_dir) / "tmp"
+    root = Path(cfg.tex_cache_dir)
+    try:
+        key = integrity.load_or_create_key(integrity.default_key_dir(root))
+    except Exception as exc:  # noqa: BLE001 - the workers say what is wrong with the cache's key themselves
+        log.warning("tex cache: no integrity key (%s: %s); the LaTeX format is built, not kept", type(exc).__name__, exc)
+        key = None
+    info = texformat.published(root, key) if key is not None else None
+    if info is not None:
+        done: Future = Future()
+        done.set_result((info, ""))
+        return done, None
+    tmp = root / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     where = Path(tempfile.mkdtemp(prefix="format_", dir=str(tmp)))
+
+    def build():
+        info, why = texformat.build(where)
+        if info is not None and key is not None:
+            texformat.publish(info, root, key)  # the workers still take this run's own file (a later run's may differ)
+        return info, why
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tex-format")
-    future = pool.submit(texformat.build, where)
+    future = pool.submit(build)
     pool.shutdown(wait=False)
     return future, where
 
 
-def _take_prebuilt_format(opts: EvalOptions, prebuild: tuple) -> None:
-    """Hand the driver's format to the render workers (``RenderConfig.tex_format_prebuilt``); where it could not
-    be built, each worker builds (and self-checks) its own and says so."""
+def _with_prebuilt_format(render_cfg, prebuild: tuple):
+    """The render workers' configuration with the driver's format (``RenderConfig.tex_format_prebuilt``); where it
+    could not be built, ``render_cfg`` itself: each worker builds (and self-checks) its own and says so."""
     try:
         info, why = prebuild[0].result()
     except Exception as exc:  # noqa: BLE001 - the workers build their own
@@ -123,13 +144,53 @@ def _take_prebuilt_format(opts: EvalOptions, prebuild: tuple) -> None:
     if info is None:
         log.warning("tex cache: the driver could not build the LaTeX format (%s); each render worker tries itself",
                     why)
-        return
+        return render_cfg
     from prism_fast.execute.fingerprint import fingerprint_hash
     from prism_fast.execute.render import resolve_bin
 
-    env = fingerprint_hash(resolve_bin(opts.render.manim_bin))  # a worker on another TeX install builds its own
-    opts.render = replace(opts.render,
-                          tex_format_prebuilt=(str(info.path.with_suffix(".fmt")), info.sha256, env))
+    env = fingerprint_hash(resolve_bin(render_cfg.manim_bin))  # a worker on another TeX install builds its own
+    return replace(render_cfg, tex_format_prebuilt=(str(info.path.with_suffix(".fmt")), info.sha256, env))
+
+
+def _render_config(opts: EvalOptions, prebuild: tuple | None) -> Future:
+    """The render workers' configuration, known once the driver's format is built: a Future (the head start
+    waits for it in its thread, the actors get it after ``ray.init``)."""
+    if prebuild is None:
+        done: Future = Future()
+        done.set_result(opts.render)
+        return done
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="render-config")
+    future = pool.submit(_with_prebuilt_format, opts.render, prebuild)
+    pool.shutdown(wait=False)
+    return future
+
+
+def _start_head_start(opts: EvalOptions, run: StageRun, stages, render_cfg: Future):
+    """The Exec stage's jobs, and its head start (pipeline/headstart.py) rendering the back of them while Ray
+    starts: ``(prepared, head)``, head None where it does not apply (off, a joined cluster, no prefork, no job)."""
+    exec_stage = next((s for s in stages if s.name == "exec"), None)
+    if exec_stage is None:
+        return None, None
+    from prism_fast.pipeline.stages import stage_jobs
+
+    prepared = stage_jobs(exec_stage, run)
+    if not (opts.execute.head_start and opts.execute.prefork and opts.ray_address in (None, "local") and prepared[1]):
+        return prepared, None
+    from prism_fast.execute import sandbox
+
+    if sandbox.effective_level(opts.render.sandbox) not in ("namespaces", "bwrap"):
+        # this process holds the run's secrets (secret_env.py) and is not a Ray worker: a script runs under it only
+        # where its sandbox hides every process outside its own (PID namespace)
+        log.info("execute.head_start: off at sandbox level %s (renders only in the Ray actors)",
+                 sandbox.effective_level(opts.render.sandbox))
+        return prepared, None
+    from prism_fast.pipeline.eval_stages import render_worker_factory
+    from prism_fast.pipeline.headstart import HeadStart, JobQueue
+
+    queue = JobQueue((j.id, *j.args) for j in prepared[1])
+    return prepared, HeadStart(render_worker_factory(run, local=True), "render", queue, render_cfg).start()
 
 
 def run_eval(opts: EvalOptions) -> dict:
@@ -172,16 +233,27 @@ def run_eval(opts: EvalOptions) -> dict:
     timings["dataset"] = time.perf_counter() - t0
 
     prebuild = _start_format_prebuild(opts, stages) if any(i.script for i in inputs) else None
-    ensure_ray(opts.ray_address, opts.ray_num_cpus, opts.ray_num_gpus, opts.ray_runtime_env)
+    render_cfg = _render_config(opts, prebuild)
+    head, finished = None, False
     try:
-        if prebuild is not None:
-            _take_prebuilt_format(opts, prebuild)
+        t_head = time.perf_counter()
+        prepared, head = _start_head_start(opts, run, stages, render_cfg)  # renders while Ray starts
+        t0 = time.perf_counter()
+        ensure_ray(opts.ray_address, opts.ray_num_cpus, opts.ray_num_gpus, opts.ray_runtime_env)
+        timings["ray_start"] = time.perf_counter() - t0
+        opts.render = render_cfg.result()
         for stage in stages:
-            t0 = time.perf_counter()
-            run_stage(stage, run)
+            # (with a head start the Exec stage's time counts from it: its first renders ran while Ray started)
+            t0 = t_head if stage.name == "exec" and head is not None else time.perf_counter()
+            run_stage(stage, run, *((prepared, head) if stage.name == "exec" else ()))
             timings[stage.name] = time.perf_counter() - t0
+        finished = True
     finally:
-        if prebuild is not None:
+        if head is not None:
+            head.stop()
+            if finished:  # idle by now: its worker closes (its prefork server gone) before the format's directory
+                head.join(30.0)  # (interrupted: not waited for; the driver's end takes every process along)
+        if prebuild is not None and prebuild[1] is not None:
             shutil.rmtree(prebuild[1], ignore_errors=True)
 
     summary = summarize_run(store, opts.model_name, [t.id for t in tasks], timings,

@@ -20,7 +20,8 @@ the upstream rows — TD's weight is the audit's rate, its video the render's):
 
 * ``tasks``: profile and fixed quirks (cleaning), ``model.kind``; inputs: instruction, script, clean status;
 * ``exec``: profile, quirks, environment fingerprint (manim, TeX, fonts, …), ``execute.*`` except execution
-  strategy (``workers``, ``prefork``, ``cache``, ``tex_cache``, ``schedule``: tested to give identical rows);
+  strategy (``workers``, ``prefork``, ``cache``, ``tex_cache``, ``schedule``, ``head_start``: tested to give
+  identical rows);
 * ``audit``: profile, quirks, environment, every audit threshold and execution setting that the audit cache
   keys on (``audit.*`` except ``enabled``, ``cache`` and the cache's own ``NOT_IN_KEY``);
 * ``td``: exec + audit settings, ``metrics.td.tau``, ``metrics.decoder``, ``metrics.device``, the language's
@@ -44,7 +45,8 @@ EVAL_STAGES = ("tasks", "exec", "audit", "padvc", "td", "text_expand")
 ON_CHANGE = ("recompute", "refuse")
 
 # Execution strategy: proven not to change a row (tests: prefork vs CLI, cache hits, TeX cache, one-pass).
-_EXECUTE_STRATEGY = ("execute.workers", "execute.prefork", "execute.cache", "execute.tex_cache", "execute.schedule")
+_EXECUTE_STRATEGY = ("execute.workers", "execute.prefork", "execute.cache", "execute.tex_cache", "execute.schedule",
+                     "execute.head_start")
 _AUDIT_STRATEGY = ("audit.enabled", "audit.cache")
 _PADVC_STRATEGY = ("metrics.padvc.enabled", "metrics.padvc.workers", "metrics.padvc.ocr_cache_dir",
                    "metrics.padvc.frame_cache_dir")

@@ -65,12 +65,21 @@ class Stage:
     label: str | None = None  # progress bar label (default: name)
 
 
-def run_stage(stage: Stage, run: StageRun) -> None:
-    """Run one stage over the pending jobs of ``run`` and store its rows."""
+def stage_jobs(stage: Stage, run: StageRun) -> tuple[list[dict], list[Job]]:
+    """(rows known without a worker, jobs left for the workers in hand-out order) of ``stage`` in ``run``."""
     opts = run.opts
     jobs = pending_jobs(run.store, stage.name, opts.model_name, stage.jobs(run), opts.retry_failed,
                         run.expected(stage.name))
-    immediate, jobs = stage.rows(run, jobs) if stage.rows is not None else ([], jobs)
+    return stage.rows(run, jobs) if stage.rows is not None else ([], jobs)
+
+
+def run_stage(stage: Stage, run: StageRun, prepared: tuple[list[dict], list[Job]] | None = None,
+              head=None) -> None:
+    """Run one stage over the pending jobs of ``run`` (``prepared``: :func:`stage_jobs`' answer, taken earlier)
+    and store its rows. ``head``: the Exec stage's head start (pipeline/headstart.py), already rendering the
+    back of ``prepared``'s jobs."""
+    opts = run.opts
+    immediate, jobs = prepared if prepared is not None else stage_jobs(stage, run)
     tag = run.tagger(stage.name)
     if stage.actor is None:  # cheap: in the driver, one row per job
         sink = RowSink(run.store, stage.name)
@@ -86,7 +95,7 @@ def run_stage(stage: Stage, run: StageRun) -> None:
         return
     make_actor, method, n = stage.actor(run)
     run_actor_stage(stage.name, run.store, opts.model_name, opts.profile.name, jobs, make_actor, method, n,
-                    run.progress, immediate, stage.lost, transform=stage.finish, tag=tag)
+                    run.progress, immediate, stage.lost, transform=stage.finish, tag=tag, head=head)
 
 
 class RowSink:
@@ -147,10 +156,13 @@ def run_actor_stage(
     lost_row: Callable[[Job, BaseException], dict] | None = None,
     transform: Callable[[dict], dict] | None = None,
     tag: Callable[[str, str], dict] | None = None,
+    head=None,
 ) -> int:
     """Run ``jobs`` (already filtered to pending ones) on ``n_actors`` actors; returns rows written.
 
     ``tag(lang, id)``: fields every row of the sample gets (its settings fingerprint, pipeline/settings.py).
+    ``head``: a :class:`~prism_fast.pipeline.headstart.HeadStart` rendering the back of ``jobs`` (its queue
+    holds the items not taken yet) on one of the ``n_actors`` slots.
     Whatever an actor returns, no row stops the stage: a result that is not a row, or whose ``transform``
     raises, becomes the sample's error row (``error_kind=stage_exception``), and the store turns a row that fails
     validation into the sample's error row (``invalid_row``)."""
@@ -168,7 +180,18 @@ def run_actor_stage(
         sink.add(tagged(row, row["lang"], row["id"]))
         bar.update(1, failed=row.get("status") != "ok")
     if jobs:
-        actors = [make_actor() for _ in range(max(1, min(n_actors, len(jobs))))]
+        holds = False
+        if head is None:
+            items: Iterable[tuple] = ((j.id, *j.args) for j in jobs)
+            actors = [make_actor() for _ in range(max(1, min(n_actors, len(jobs))))]
+        else:
+            items = iter(head.queue.pop_front, None)
+            left = len(head.queue)
+            # the head start has a slot of its own: with enough jobs left, the last actor waits for it
+            holds = left >= n_actors
+            actors = [make_actor() for _ in range(min(n_actors, left))]
+            if holds:
+                head.ready_ref = actors[-1].ready.remote()
         by_id = {j.id: j for j in jobs}
 
         def on_result(item, row):
@@ -197,9 +220,12 @@ def run_actor_stage(
 
         finished = False
         try:  # stream_map swaps a dead actor for a fresh one in `actors`: the list always names the live ones
-            stream_map(actors, method, ((j.id, *j.args) for j in jobs), on_result, on_error, make_actor=make_actor)
+            stream_map(actors, method, items, on_result, on_error, make_actor=make_actor, side=head,
+                       side_holds_slot=holds)
             finished = True
         finally:
+            if head is not None:
+                head.stop()
             sink.flush()
             # interrupted: an actor's close() would queue behind its running call (up to a render timeout)
             close_actors(actors, timeout_s=30.0 if finished else 0.0)

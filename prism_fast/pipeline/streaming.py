@@ -57,17 +57,27 @@ def stream_map(
     per_actor: int = 1,
     make_actor: Callable[[], Any] | None = None,
     max_worker_deaths: int = MAX_WORKER_DEATHS,
+    side: Any = None,
+    side_holds_slot: bool = False,
 ) -> None:
     """Call ``getattr(actor, method).remote(*item)`` for every item; report each result or error.
 
     A dead actor is replaced in place in ``actors`` by ``make_actor()`` (without a factory its slot is
     dropped), so the caller's list always names the actors to close. With ``per_actor=1`` (every stage) the
     death is charged to exactly the item that was running; with more, to every item in flight on that actor.
+
+    ``side``: work done outside Ray on items of the same source (the Exec stage's head start,
+    pipeline/headstart.py: ``busy()``, ``take_results()``, ``take_returned()``, ``wait()``, ``stop()``,
+    ``ready_ref``); its results are reported through ``on_result`` here, in this thread, and items it gave back are
+    re-queued. With ``side_holds_slot`` the last actor gets no item until the side is no longer busy, and the side is
+    stopped once ``side.ready_ref`` (that actor's start) is done.
     """
-    if not actors:
+    if not actors and side is None:
         raise ValueError("stream_map needs at least one actor")
-    free = deque(i for i in range(len(actors)) for _ in range(per_actor))
+    held = len(actors) - 1 if side is not None and side_holds_slot and actors else None
+    free = deque(i for i in range(len(actors)) if i != held for _ in range(per_actor))
     live = set(range(len(actors)))
+    watch = [side.ready_ref] if held is not None and side.ready_ref is not None else []
     pending: dict[ray.ObjectRef, tuple[int, Any, _Entry]] = {}
     requeued: deque[_Entry] = deque()
     it = iter(items)
@@ -87,6 +97,14 @@ def stream_map(
             return None
 
     while True:
+        side_busy = side is not None and side.busy()  # (before its results: a finished side has stored them all)
+        if side is not None:
+            for item, result in side.take_results():
+                on_result(item, result)
+            requeued.extend(_Entry(item) for item in side.take_returned())
+            if held is not None and not side_busy:
+                free.extend([held] * per_actor)
+                held = None
         while free:
             slot = free.popleft()
             if slot not in live:
@@ -97,12 +115,21 @@ def stream_map(
                 break
             actor = actors[slot]
             pending[getattr(actor, method).remote(*entry.item)] = (slot, actor, entry)
-        if not pending:  # all done, or every actor failed in its constructor and nothing can run the rest
+        if not pending and not side_busy:
+            # all done, or every actor failed in its constructor and nothing can run the rest
             while (entry := next_entry()) is not None:
                 on_error(entry.item, last_init_error or RuntimeError("no worker could be started"))
             return
-        done, _ = ray.wait(list(pending), num_returns=1)
+        if not pending and not watch:  # only the side is working (it has a slot of its own)
+            side.wait(0.05)
+            continue
+        # while the side works, look at it every 50 ms (its results, the slot it holds)
+        done, _ = ray.wait([*pending, *watch], num_returns=1, timeout=0.05 if side_busy else None)
         for ref in done:
+            if ref in watch:  # the actor taking the side's slot has started: the side takes no new item
+                watch.remove(ref)
+                side.stop()
+                continue
             slot, actor, entry = pending.pop(ref)
             try:
                 result = ray.get(ref)

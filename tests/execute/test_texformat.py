@@ -257,3 +257,33 @@ def test_a_prebuilt_format_is_taken_only_as_built(built, tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="prism_fast.execute.texcache"):
         view2 = texcache.prepare_cache_dir(tmp_path / "cache2", tex_format=True, prebuilt=(str(src), info.sha256))
     assert texcache.format_state(view2) == "on" and "taken from" in caplog.text
+
+
+def test_a_published_format_is_taken_by_a_later_run_only_as_published(built, tmp_path):
+    """The driver keeps its self-checked format under the TeX cache root for later runs (texformat.publish), tagged
+    under the cache's integrity key: a later run takes it (no build, no self-check) only when its bytes hash to the
+    recorded sha256 and the tag verifies for this very cache root; anything else is built again."""
+    import shutil
+
+    _root, info = built
+    key, other_key = b"k" * 32, b"o" * 32
+    cache = tmp_path / "tex" / "envA"
+    assert texformat.published(cache, key) is None  # nothing yet
+    assert texformat.publish(info, cache, key)
+    got = texformat.published(cache, key)
+    assert got is not None and got.sha256 == info.sha256 and got.name == info.name
+    assert got.path.with_suffix(".fmt").read_bytes() == info.path.with_suffix(".fmt").read_bytes()
+    assert texformat.published(cache, other_key) is None  # a tag under another key
+    moved = tmp_path / "tex" / "envB"  # another render environment's cache: the tag names the root it was made for
+    shutil.copytree(cache, moved)
+    assert texformat.published(moved, key) is None
+    fmt = cache / texformat.PUBLISHED_DIR / f"{info.name}.fmt"
+    data = bytearray(fmt.read_bytes())
+    data[len(data) // 2] ^= 1
+    fmt.write_bytes(bytes(data))
+    assert texformat.published(cache, key) is None  # a changed file
+    record = json.loads((cache / texformat.PUBLISHED_DIR / f"{info.name}.json").read_text())
+    record["sha256"] = hashlib.sha256(bytes(data)).hexdigest()  # its record edited to match: the tag does not
+    (cache / texformat.PUBLISHED_DIR / f"{info.name}.json").write_text(json.dumps(record))
+    assert texformat.published(cache, key) is None
+    assert texformat.publish(info, cache, key) and texformat.published(cache, key).sha256 == info.sha256
