@@ -407,6 +407,23 @@ class _ChildPlan:
 
 
 PR_SET_PDEATHSIG = 1
+OOM_SCORE_ADJ = 1000  # Ray's worker_oom_score_adjustment: what every actor's process (and so its samples) has
+
+
+def _raise_oom_score_adj(value: int) -> None:
+    """Set this process's ``oom_score_adj`` to ``value`` where that raises it (never needs a privilege)."""
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_RDWR)
+    except OSError:
+        return
+    try:
+        if int(os.read(fd, 16) or b"0") < value:
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, str(value).encode())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(fd)
 
 
 def die_with_parent() -> None:
@@ -447,6 +464,13 @@ def _child_setup(plan: _ChildPlan, exec_follows: bool = True) -> None:
     With a PID namespace this forks once more: the caller's process stays outside and relays the exit status
     (``_relay_exit``); the function returns in the new namespace's PID 1, which becomes the sample. Killing
     that process (the supervisor's group kill, a timeout) makes the kernel kill everything else inside."""
+    # The same process state whoever starts the sample (a Ray actor, or the Exec head start in the driver):
+    # no blocked signal, as in a `manim` started from a shell (the toolkit's; a Ray worker inherits SIGINT blocked
+    # from its raylet, and a mask passes to every descendant), and the OOM killer's first choice, as every Ray
+    # worker is (oom_score_adj 1000): a runaway sample goes before the driver, Ray or a render actor of another
+    # sample, never after them
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    _raise_oom_score_adj(OOM_SCORE_ADJ)
     os.setsid()
     die_with_parent()  # a worker killed with -9 takes its sample down with it (no orphan to outlive the run)
     for procs in plan.cgroup_procs:
@@ -493,9 +517,18 @@ def _child_setup(plan: _ChildPlan, exec_follows: bool = True) -> None:
 # Parent side
 
 
+# Allow-listed variables a child gets where its parent has none: what a Ray render or audit actor hands on (Ray sets
+# OMP_NUM_THREADS to a worker's CPUs, 1, where it is unset), so that a script -- and the BLAS thread pool of the numpy
+# it imports -- sees the same value in a process outside Ray (the Exec head start in the driver, profile-render).
+ENV_DEFAULTS: dict[str, str] = {"OMP_NUM_THREADS": "1"}
+
+
 def scrub_env(parent_env: Mapping[str, str], home: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: allow-listed variables, HOME/TMPDIR in the sample directory, then ``extra``."""
+    """The child's environment: allow-listed variables (:data:`ENV_DEFAULTS` where the parent has none),
+    HOME/TMPDIR in the sample directory, then ``extra``."""
     env = {k: parent_env[k] for k in ENV_ALLOW if k in parent_env}
+    for k, v in ENV_DEFAULTS.items():
+        env.setdefault(k, v)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env["HOME"] = home
     env["TMPDIR"] = home
