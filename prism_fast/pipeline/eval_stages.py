@@ -65,12 +65,15 @@ def onepass_args(opts: EvalOptions) -> tuple:
 
 def render_worker_factory(run: StageRun, local: bool = False):
     """``make()`` of the Exec stage's render worker: a ``RenderActor`` (``local``: the same worker in this process,
-    the head start's, pipeline/headstart.py). Reads ``opts.render`` when called (the driver's LaTeX format)."""
+    the head start's, pipeline/headstart.py, without the TD pre-decode). Reads ``opts.render`` when called (the
+    driver's LaTeX format)."""
     from prism_fast.pipeline.actors import RenderActor, RenderWorker
 
     opts = run.opts
     model_dir = str(model_output_dir(opts))  # render_one writes <model_dir>/videos/<id>.mp4
-    td_pre = td_pre_settings(opts)
+    # a video is a script's output: the driver never decodes one (its TD rows are built "without decoding",
+    # _td_rows), so the head start's worker leaves the decode to the TD stage's actors (same row, td_store.py)
+    td_pre = None if local else td_pre_settings(opts)
     make = RenderWorker if local else RenderActor.remote
     return lambda: make(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts), td_pre=td_pre)
 

@@ -131,3 +131,37 @@ def test_a_script_interrupting_itself_renders_the_same_row_in_the_lane_and_in_an
     assert (lane_row["success"], lane_row["exit_status"]) == (actor_row["success"], actor_row["exit_status"])
     assert not lane_row["success"]
 
+
+def test_the_driver_never_decodes_a_video_the_head_start_rendered(tmp_path, monkeypatch, caplog):
+    """The driver builds TD rows 'without decoding' (eval_stages._td_rows): a video is a script's output (a script
+    can leave any bytes at manim's output path from an atexit handler), and decoding it (OpenCV/FFmpeg, in-process)
+    belongs in a Ray worker, never in the process that holds the run's secrets and the store. A RenderActor decodes
+    its fresh video for the TD stage (td_pre); the head start's worker is the same class in the driver, and must
+    leave that decode to the TD stage's actors (which give the same row: metrics/td_store.py)."""
+    import logging
+
+    from prism_fast.metrics import td as td_module
+    from prism_fast.pipeline.run import options_from_config, run_eval
+
+    decoded_here: list[str] = []
+    real = td_module.compute_td_raw
+
+    def spy(video_path, *args, **kwargs):
+        decoded_here.append(str(video_path))  # (a monkeypatch reaches this process only: actors are not spied on)
+        return real(video_path, *args, **kwargs)
+
+    monkeypatch.setattr(td_module, "compute_td_raw", spy)
+    ids = "SAMPLE-EN-000001,SAMPLE-EN-000002"
+    cfg = compose_config(f"runs_root={tmp_path}", f"dataset.ids=[{ids}]", "cluster.num_cpus=2", "execute.workers=1",
+                         "execute.cache.enabled=false", "audit.cache=false", "execute.tex_cache.format=false",
+                         "execute.head_start=true", "metrics.td.enabled=true")
+    opts = options_from_config(cfg)
+    with caplog.at_level(logging.INFO, logger="prism_fast.pipeline.headstart"):
+        run_eval(opts)
+    said = [r.getMessage() for r in caplog.records if r.name == "prism_fast.pipeline.headstart"]
+    assert any(m.startswith("the Exec stage's head start rendered") and " 0 sample" not in m for m in said), said
+    assert decoded_here == []
+    from prism_fast.store import ResultsStore
+
+    td_rows = ResultsStore(opts.run_dir).read("td").to_pylist()
+    assert len(td_rows) == 2 and all(r.get("status") == "ok" for r in td_rows), td_rows
