@@ -40,6 +40,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -141,6 +142,9 @@ class FormatInfo:
     sha256: str
     ident: tuple
     build_s: float
+    # (path, sha256) of every file outside the build directory that TeX read while it dumped the format (its
+    # ``-recorder`` list: latex.fmt, the packages of the preamble, their language files): what the format froze
+    inputs: tuple = ()
 
 
 def _ident(path: Path) -> tuple | None:
@@ -190,11 +194,13 @@ def build(dest: Path, preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | No
         work = Path(tmp)
         seed = work / f"{name}.tex"
         seed.write_text(preamble + "\\dump\n", encoding="utf-8")
-        rc = _run(["etex", "-ini", "-interaction=batchmode", "-halt-on-error", f"-jobname={name}", "&latex",
-                   seed.name], work)
+        rc = _run(["etex", "-ini", "-interaction=batchmode", "-halt-on-error", "-recorder", f"-jobname={name}",
+                   "&latex", seed.name], work)
         built = work / f"{name}.fmt"
         if rc != 0 or not built.is_file():
             return None, f"format dump failed (etex exit {rc})"
+        # (without the recorder's list the format still serves this run; it is just not kept for later ones)
+        inputs = _recorded_inputs(work / f"{name}.fls", work) or ()
         for i, probe in enumerate(PROBES):
             source = preamble + BEGIN_DOCUMENT + "\n" + probe + "\n\\end{document}"
             plain_dir, fmt_dir_i = work / f"plain{i}", work / f"fmt{i}"
@@ -211,8 +217,54 @@ def build(dest: Path, preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | No
         final = fmt_dir / f"{name}.fmt"
         os.replace(built, final)
     sha = hashlib.sha256(final.read_bytes()).hexdigest()
-    info = FormatInfo(name, preamble, final.with_suffix(""), sha, _ident(final), time.perf_counter() - t0)
+    info = FormatInfo(name, preamble, final.with_suffix(""), sha, _ident(final), time.perf_counter() - t0, inputs)
     return info, ""
+
+
+def _file_sha256(path: str | os.PathLike) -> str | None:
+    """The sha256 of a regular file (None for anything else: a device, a FIFO, a missing file)."""
+    h = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def _recorded_inputs(fls: Path, work: Path) -> tuple | None:
+    """(path, sha256) of the files TeX's ``-recorder`` list ``fls`` says it read, those in ``work`` (our own seed)
+    left out; None without a readable list."""
+    try:
+        lines = fls.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    except OSError:
+        return None
+    work = work.resolve()
+    pwd, paths = work, set()
+    for line in lines:
+        kind, _, rest = line.partition(" ")
+        if kind == "PWD":
+            pwd = Path(rest)
+        elif kind == "INPUT" and rest:
+            p = Path(os.path.normpath(pwd / rest))
+            if not (p == work or work in p.parents) and p.is_file():  # (not /dev/null, which TeX also opens)
+                paths.add(str(p))
+    out = []
+    for p in sorted(paths):
+        sha = _file_sha256(p)
+        if sha is None:
+            return None
+        out.append((p, sha))
+    return tuple(out)
 
 
 def adopt(dest: Path, source: str | os.PathLike, sha256: str,
@@ -257,14 +309,23 @@ def unchanged(info: FormatInfo) -> bool:
 # fingerprint: another TeX install never sees it), tagged under the cache's integrity key: a later run takes it
 # after hashing it and checking the tag, instead of building and self-checking again (≈ 3 s while its render head
 # start waits for it; pipeline/headstart.py). The root is read-only for scripts; a file changed by anything without
-# the key fails the tag and is built again.
+# the key fails the tag and is built again. The tag also covers what the self-check held for: the TeX files the
+# dump read (``-recorder``; a package updated since leaves `latex --version`, hence the cache root, as it was) and
+# the code that built and checked it (this module), both compared again before a later run takes it.
 PUBLISHED_DIR = "format"
 
 
-def _published_message(root: Path, name: str, sha256: str) -> bytes:
+def _builder_sha256() -> str:
+    """The code that builds and self-checks a format (this module: the dump, the probes, how a compile uses it):
+    a format checked by other code is checked again."""
+    return _file_sha256(__file__) or "unknown"
+
+
+def _published_message(root: Path, name: str, sha256: str, inputs, builder: str) -> bytes:
     from prism_fast import integrity
 
-    return integrity.message("tex_format", cache=root.name, name=name, sha256=sha256)
+    return integrity.message("tex_format", cache=root.name, name=name, sha256=sha256,
+                             inputs=[list(i) for i in inputs], builder=builder)
 
 
 def published(root: str | os.PathLike, key: bytes, preamble: str = DEFAULT_PREAMBLE) -> FormatInfo | None:
@@ -281,11 +342,22 @@ def published(root: str | os.PathLike, key: bytes, preamble: str = DEFAULT_PREAM
     except (OSError, ValueError):
         return None
     sha = hashlib.sha256(data).hexdigest()
-    if not (isinstance(record, dict) and record.get("sha256") == sha
-            and integrity.verify(key, _published_message(root, name, sha), record.get("tag"))):
+    inputs = record.get("inputs") if isinstance(record, dict) else None
+    if not (isinstance(record, dict) and record.get("sha256") == sha and isinstance(inputs, list) and inputs
+            and all(isinstance(i, list) and len(i) == 2 and all(isinstance(x, str) for x in i) for i in inputs)
+            and record.get("builder") == _builder_sha256()
+            and integrity.verify(key, _published_message(root, name, sha, inputs, record["builder"]),
+                                 record.get("tag"))):
         log.info("tex cache: the published LaTeX format in %s does not verify; built again", fmt.parent)
         return None
-    return FormatInfo(name, preamble, fmt.with_suffix(""), sha, _ident(fmt), 0.0)
+    # its self-check holds for the TeX files it was dumped from: a package updated since (the same `latex --version`,
+    # hence the same cache root) needs a new dump and a new check
+    changed = [p for p, want in inputs if _file_sha256(p) != want]
+    if changed:
+        log.info("tex cache: %d file(s) the published LaTeX format was dumped from changed since (%s); built again",
+                 len(changed), changed[0])
+        return None
+    return FormatInfo(name, preamble, fmt.with_suffix(""), sha, _ident(fmt), 0.0, tuple(tuple(i) for i in inputs))
 
 
 def publish(info: FormatInfo, root: str | os.PathLike, key: bytes) -> bool:
@@ -297,7 +369,11 @@ def publish(info: FormatInfo, root: str | os.PathLike, key: bytes) -> bool:
     try:
         where.mkdir(parents=True, exist_ok=True)
         fsutil.atomic_copy(info.path.with_suffix(".fmt"), where / f"{info.name}.fmt", expect_sha256=info.sha256)
-        record = {"sha256": info.sha256, "tag": integrity.tag(key, _published_message(root, info.name, info.sha256))}
+        if not info.inputs:
+            raise ValueError("no record of the files it was dumped from")
+        builder = _builder_sha256()
+        record = {"sha256": info.sha256, "inputs": [list(i) for i in info.inputs], "builder": builder,
+                  "tag": integrity.tag(key, _published_message(root, info.name, info.sha256, info.inputs, builder))}
         fsutil.atomic_write_text(where / f"{info.name}.json", json.dumps(record))
     except Exception as exc:  # noqa: BLE001 - this run has its format; only later runs build theirs again
         log.warning("tex cache: the LaTeX format was not kept for later runs (%s: %s)", type(exc).__name__, exc)

@@ -287,3 +287,39 @@ def test_a_published_format_is_taken_by_a_later_run_only_as_published(built, tmp
     (cache / texformat.PUBLISHED_DIR / f"{info.name}.json").write_text(json.dumps(record))
     assert texformat.published(cache, key) is None
     assert texformat.publish(info, cache, key) and texformat.published(cache, key).sha256 == info.sha256
+
+
+def test_a_published_format_is_not_taken_once_a_file_it_was_dumped_from_changed(tmp_path):
+    """The published format skips a later run's build and self-check, and its cache root names the render
+    environment by `latex --version` only: a TeX package updated in place (tlmgr, a distribution's point release)
+    keeps that root. The format froze the old package; the plain compile it must equal reads the new one. So the tag
+    covers the files the dump read, and a later run re-hashes them before it takes the format. Here the preamble
+    reads a file of ours, which then changes (what an updated package does to the format's inputs)."""
+    import shutil
+    import tempfile
+
+    inputs = Path(tempfile.mkdtemp(prefix="texin", dir="/tmp"))  # (a path TeX reads as is: no `_` or spaces)
+    try:
+        defs = inputs / "defs.tex"
+        defs.write_text("\\newcommand{\\prismprobe}{A}\n", encoding="utf-8")
+        preamble = texformat.DEFAULT_PREAMBLE + f"\\input{{{defs.as_posix()}}}\n"
+        info, why = texformat.build(tmp_path / "build", preamble)
+        assert info is not None, why
+        key = b"k" * 32
+        cache = tmp_path / "tex" / "envA"
+        assert texformat.publish(info, cache, key)
+        assert texformat.published(cache, key, preamble) is not None
+        defs.write_text("\\newcommand{\\prismprobe}{B}\n", encoding="utf-8")  # "updated": same TeX, same root
+        assert texformat.published(cache, key, preamble) is None
+        assert str(defs) in dict(info.inputs)  # (the dump's own record of what it read)
+        defs.write_text("\\newcommand{\\prismprobe}{A}\n", encoding="utf-8")
+        assert texformat.published(cache, key, preamble) is not None
+        # and the record of the inputs is under the tag: dropping a file from it does not get past the check
+        record_file = cache / texformat.PUBLISHED_DIR / f"{info.name}.json"
+        record = json.loads(record_file.read_text())
+        record["inputs"] = [i for i in record["inputs"] if i[0] != str(defs)]
+        record_file.write_text(json.dumps(record))
+        defs.write_text("\\newcommand{\\prismprobe}{B}\n", encoding="utf-8")
+        assert texformat.published(cache, key, preamble) is None
+    finally:
+        shutil.rmtree(inputs, ignore_errors=True)
