@@ -48,6 +48,21 @@ def _install() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@contextlib.contextmanager
+def exit_signal_during(what: str) -> Iterator[None]:
+    """Around a call that installs its own exit-signal handler for its duration (``ray.init``'s calls
+    ``sys.exit(signum)``): in :func:`driver_process`, a ``SystemExit(signum)`` it raises for SIGTERM/SIGHUP ends
+    the command as this module's handler would (``128 + signum``, the signal named in the log), not with
+    ``signum`` as exit status. With the Exec head start, renders run in the driver during ``ray.init``."""
+    try:
+        yield
+    except SystemExit as exc:
+        if _active and exc.code in _EXIT_SIGNALS:
+            log.debug("%s ended by signal %s", what, exc.code)
+            _raise_exit(exc.code, None)
+        raise
+
+
 def reinstall_signal_handlers() -> None:
     """Put this module's handlers back (no-op outside :func:`driver_process`)."""
     if _active:

@@ -130,9 +130,11 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None, num_gpus
         # Ray's own processes are started by ray.init with this process's environment, and the raylet hands it to
         # every worker it starts: the workers' settings go there for the call, not into a runtime_env (a
         # runtime_env costs every actor start ~0.6 s more: measured, docs/scaling.md "Start-up")
-        with secrets_withheld(), _environ(WORKER_ENV if own else {}):
+        from prism_fast.pipeline.lifecycle import exit_signal_during, reinstall_signal_handlers
+
+        # (ray.init's own SIGTERM handler exits with code 15 while it runs: the Exec head start renders then)
+        with exit_signal_during("ray.init"), secrets_withheld(), _environ(WORKER_ENV if own else {}):
             ray.init(**kwargs)
-        from prism_fast.pipeline.lifecycle import reinstall_signal_handlers
 
         reinstall_signal_handlers()  # ray.init's core worker replaced SIGTERM's handler with one that aborts
         if own:

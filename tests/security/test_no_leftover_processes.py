@@ -98,16 +98,29 @@ def marked(before):
 before = set(alive_pids())
 env = dict(os.environ, PRISM_LEAK_MARKER=args["marker"])
 log = open(args["log"], "wb")
-scratch = os.path.join(tempfile.gettempdir(), "prism_fast_render", "render_*")
-scratch_before = set(glob.glob(scratch))
+owners = os.path.join(tempfile.gettempdir(), "prism_fast_render", ".render_*.owner")
 proc = subprocess.Popen(args["cmd"], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def own_scratch():
+    """A sample scratch dir of this run (its owner file names the driver or one of its processes): another run on
+    the machine renders into the same folder, and its scratch dirs must not start the countdown."""
+    mine = {proc.pid, *tree()}
+    for owner in glob.glob(owners):
+        try:
+            with open(owner) as fh:
+                if int(fh.read()) in mine:
+                    return True
+        except (OSError, ValueError):
+            pass
+    return False
+
 render_seen = False
 if args["signal"]:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None and not render_seen:
         # a render actor's call, or (the Exec stage's head start renders in the driver) a sample's scratch dir
-        render_seen = any(cmdline(p).startswith("ray::RenderActor.render") for p in tree()) or \
-            bool(set(glob.glob(scratch)) - scratch_before)
+        render_seen = any(cmdline(p).startswith("ray::RenderActor.render") for p in tree()) or own_scratch()
         time.sleep(0.2)
     time.sleep(3)  # the sandboxed child is running the script now
     proc.send_signal(getattr(signal, args["signal"]))
