@@ -156,7 +156,9 @@ def _ident(path: Path) -> tuple | None:
 
 
 def _run(cmd: list[str], cwd: Path) -> int:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEXMF", "TEXINPUTS"))}
+    # (key by key: the main thread may set or remove a variable meanwhile, e.g. around ray.init)
+    env = {k: v for k in list(os.environ) if (v := os.environ.get(k)) is not None
+           and not k.startswith(("TEXMF", "TEXINPUTS"))}
     env["HOME"] = str(cwd)  # no personal texmf tree of whoever runs us
     try:
         return subprocess.run(cmd, cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

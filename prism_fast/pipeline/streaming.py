@@ -128,6 +128,10 @@ def stream_map(
         for ref in done:
             if ref in watch:  # the actor taking the side's slot has started: the side takes no new item
                 watch.remove(ref)
+                try:
+                    ray.get(ref)
+                except Exception:  # noqa: BLE001 - it could not start: the side keeps working (its slot is
+                    continue  # handed to that actor once the side is done, whose calls then fail and requeue)
                 side.stop()
                 continue
             slot, actor, entry = pending.pop(ref)

@@ -122,6 +122,10 @@ if args["signal"]:
         # a render actor's call, or (the Exec stage's head start renders in the driver) a sample's scratch dir
         render_seen = any(cmdline(p).startswith("ray::RenderActor.render") for p in tree()) or own_scratch()
         time.sleep(0.2)
+    # and Ray is up: a signal inside ray.init meets Ray's own handlers (docs/security.md), not the run's; the head
+    # start's render began before it, so wait for the line ensure_ray logs once the run's handlers are back
+    while time.monotonic() < deadline and proc.poll() is None and b"ray resources:" not in open(args["log"], "rb").read():
+        time.sleep(0.2)
     time.sleep(3)  # the sandboxed child is running the script now
     proc.send_signal(getattr(signal, args["signal"]))
 try:
