@@ -59,32 +59,37 @@ def render_opts(tmp_path_factory):
     return opts, root
 
 
-def test_a_script_sees_the_same_process_state_in_the_head_start_lane_and_in_a_render_actor(render_opts):
-    """The lane is documented as 'the very body of a RenderActor: same sandbox, same prefork server, same row'. A
-    Ray worker process is not a plain Python process, though: Ray sets OMP_NUM_THREADS to the actor's CPUs when
-    it is unset (an allow-listed variable the sandbox hands on to the script, and the BLAS thread count of the
-    prefork server that imports numpy) and its workers are started with SIGINT blocked (a mask every descendant
-    inherits). A script that reports either renders a different row in the driver's lane."""
+def _lane_and_actor_rows(render_opts, out_name: str, script: str) -> tuple[dict, dict]:
+    """The script's Exec row from a ``RenderWorker`` in this process (the head start's) and from a ``RenderActor``."""
     import ray
 
     from prism_fast.pipeline.actors import RenderActor, RenderWorker
     from prism_fast.pipeline.ray_runtime import ensure_ray
 
     opts, root = render_opts
-    out = root / "out"
-    args = (opts.render, opts.profile, str(out), True)
+    args = (opts.render, opts.profile, str(root / out_name), True)
     local = RenderWorker(*args)  # the head start's worker: in this (the driver's) process
     try:
-        lane_row = local.render("PROBE-000001", PROBE)
+        lane_row = local.render("PROBE-000001", script)
     finally:
         local.close()
     ensure_ray(num_cpus=2)
     actor = RenderActor.remote(*args)
     try:
-        actor_row = ray.get(actor.render.remote("PROBE-000001", PROBE))
+        actor_row = ray.get(actor.render.remote("PROBE-000002", script))
     finally:
         ray.get(actor.close.remote())
         ray.kill(actor)
+    return lane_row, actor_row
+
+
+def test_a_script_sees_the_same_process_state_in_the_head_start_lane_and_in_a_render_actor(render_opts):
+    """The lane is documented as 'the very body of a RenderActor: same sandbox, same prefork server, same row'. A
+    Ray worker process is not a plain Python process, though: Ray sets OMP_NUM_THREADS to the actor's CPUs when
+    it is unset (an allow-listed variable the sandbox hands on to the script, and the BLAS thread count of the
+    prefork server that imports numpy) and its workers are started with SIGINT blocked (a mask every descendant
+    inherits). A script that reports either renders a different row in the driver's lane."""
+    lane_row, actor_row = _lane_and_actor_rows(render_opts, "out", PROBE)
     assert lane_row["status"] == actor_row["status"] == "failed"
     assert _probe_line(lane_row) == _probe_line(actor_row)
     for key in ("error_kind", "exit_status", "signal", "sandbox", "sandbox_protections", "backend"):
@@ -109,25 +114,7 @@ def test_a_script_interrupting_itself_renders_the_same_row_in_the_lane_and_in_an
     driver's lane) but nothing at all where SIGINT is blocked: Ray starts its raylet with SIGINT blocked and every
     worker, prefork server and sample inherits that mask. The same script must give one row wherever it renders,
     the toolkit's (failed)."""
-    import ray
-
-    from prism_fast.pipeline.actors import RenderActor, RenderWorker
-    from prism_fast.pipeline.ray_runtime import ensure_ray
-
-    opts, root = render_opts
-    args = (opts.render, opts.profile, str(root / "out_sigint"), True)
-    local = RenderWorker(*args)
-    try:
-        lane_row = local.render("SIGINT-000001", INTERRUPTED)
-    finally:
-        local.close()
-    ensure_ray(num_cpus=2)
-    actor = RenderActor.remote(*args)
-    try:
-        actor_row = ray.get(actor.render.remote("SIGINT-000002", INTERRUPTED))
-    finally:
-        ray.get(actor.close.remote())
-        ray.kill(actor)
+    lane_row, actor_row = _lane_and_actor_rows(render_opts, "out_sigint", INTERRUPTED)
     assert (lane_row["success"], lane_row["exit_status"]) == (actor_row["success"], actor_row["exit_status"])
     assert not lane_row["success"]
 
