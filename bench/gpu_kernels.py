@@ -123,6 +123,21 @@ def _peak(device: torch.device) -> str:
     return f", peak {torch.cuda.max_memory_allocated(device) / 2**30:.2f} GiB" if device.type == "cuda" else ""
 
 
+def _frame_diff(got: np.ndarray, ref: np.ndarray) -> str:
+    """Where two BGR frame stacks differ: counts, the first differing frame, the largest difference there."""
+    if got.shape[1:] != ref.shape[1:]:
+        return f"frame shape {got.shape[1:]} vs {ref.shape[1:]}"
+    n = min(len(got), len(ref))
+    bad = [i for i in range(n) if not np.array_equal(got[i], ref[i])]
+    out = f"{len(got)} vs {len(ref)} frames, {len(bad)} of the first {n} differ"
+    if bad:
+        i = bad[0]
+        same_as = [j for j in range(max(0, i - 3), min(len(ref), i + 4)) if np.array_equal(got[i], ref[j])]
+        out += (f"; first at {i} (max |diff| {int(np.abs(got[i].astype(int) - ref[i]).max())}; equals reference "
+                f"frame(s) {same_as})")
+    return out
+
+
 def decode_section(device: torch.device, base_bgr: np.ndarray, frames: int, repeats: int, t_start: float) -> None:
     """Exact YUV kernel and decoders: correctness first (vs OpenCV), then throughput."""
     import tempfile
@@ -160,7 +175,7 @@ def decode_section(device: torch.device, base_bgr: np.ndarray, frames: int, repe
         for name in decoders:
             got = torch.cat(list(VideoFrames(path, decoder=name, device=device, chunk_size=64))).cpu().numpy()
             if not np.array_equal(got, reference):
-                raise SystemExit(f"MISMATCH: decoder {name} frames differ from OpenCV's")
+                raise SystemExit(f"MISMATCH: decoder {name} frames differ from OpenCV's: {_frame_diff(got, reference)}")
         print(f"check: yuv kernel {device} == cpu == OpenCV; decoders {decoders} == OpenCV on {n} frames")
 
         # 2. the kernel alone, planes resident on the device: read 1.5 B/px, write 3 B/px

@@ -32,3 +32,14 @@ def check_min_size(x: torch.Tensor, name: str, *, height: int = 1, width: int = 
     h, w = x.shape[-2], x.shape[-1]
     if h < height or w < width:
         raise ValueError(f"{name}: expected H >= {height} and W >= {width}, got H={h}, W={w}")
+
+
+def divide_exact(x: torch.Tensor, divisor: float) -> torch.Tensor:
+    """``x / divisor`` in ``x``'s floating dtype, correctly rounded (IEEE) on every device.
+
+    On CUDA, PyTorch turns a division by a Python number (or a CPU scalar tensor) into a multiplication by the
+    divisor's reciprocal, which can be one ulp off the quotient (e.g. 258315 / 1e5); the CPU divides. A divisor
+    held in a tensor on ``x``'s device takes the elementwise division path on both, so both give Python's
+    ``a / b``.
+    """
+    return torch.div(x, torch.full((), float(divisor), dtype=x.dtype, device=x.device))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_same_shape, check_tensor
+from ._checks import check_same_shape, check_tensor, divide_exact
 
 _GRAY = "(T, H, W) uint8"
 
@@ -80,4 +80,4 @@ def change_ratios(changed: torch.Tensor, pixels_per_frame: int) -> torch.Tensor:
     check_tensor(changed, "changed", ndim=1, dtype=torch.int64, layout="(P,) int64")
     if pixels_per_frame <= 0:
         raise ValueError(f"pixels_per_frame: expected > 0, got {pixels_per_frame}")
-    return changed.to(torch.float64) / float(pixels_per_frame)
+    return divide_exact(changed.to(torch.float64), float(pixels_per_frame))

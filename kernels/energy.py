@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_same_shape, check_tensor
+from ._checks import check_same_shape, check_tensor, divide_exact
 from .laplacian import laplacian4
 
 ENERGY_SCALE = 1e5
@@ -33,7 +33,7 @@ def abs_laplacian_sums(x: torch.Tensor, text_mask: torch.Tensor | None = None) -
 def energy_from_sums(sums: torch.Tensor) -> torch.Tensor:
     """``(T,) int64`` → ``(T,) float64`` energies ``sum / 1e5`` (one IEEE division, as the toolkit's)."""
     check_tensor(sums, "sums", ndim=1, dtype=torch.int64, layout="(T,) int64")
-    return sums.to(torch.float64) / ENERGY_SCALE
+    return divide_exact(sums.to(torch.float64), ENERGY_SCALE)
 
 
 def positive_delta(gray_start: torch.Tensor, gray_end: torch.Tensor) -> torch.Tensor:

@@ -121,10 +121,11 @@ def _t(index: int, fps: float):
     return float(index / fps) if fps > 0 else None
 
 
-def _scan_pass(path, cfg: PadvcConfig, decoder: str, chunk_size: int, masker: TextMasker):
+def _scan_pass(path, cfg: PadvcConfig, decoder: str, chunk_size: int, masker: TextMasker, device="cpu"):
     """Pass 1: exact per-pair signals; the BGR frames at 0, stride, 2·stride, … are OCR'd as they are decoded
-    (``masker.prefetch``) and not kept."""
-    frames = VideoFrames(path, decoder=decoder, chunk_size=chunk_size, device="cpu")
+    (``masker.prefetch``) and not kept. Frames decode onto ``device`` (nvdec needs a GPU one) and the pair
+    signals run there; only the frames OCR reads come to the host."""
+    frames = VideoFrames(path, decoder=decoder, chunk_size=chunk_size, device=device)
     stream = make_signal_stream("auto", frames.device, 25, absolute=cfg.delta_mode == "absolute")
     start = 0
     for chunk in frames:
@@ -132,13 +133,13 @@ def _scan_pass(path, cfg: PadvcConfig, decoder: str, chunk_size: int, masker: Te
         n = int(chunk.shape[0])
         first = -(-start // cfg.text_stride) * cfg.text_stride
         for i in range(first, start + n, cfg.text_stride):
-            masker.prefetch(i, chunk[i - start].numpy())
+            masker.prefetch(i, chunk[i - start].cpu().numpy())
         start += n
     return frames, stream.finish()
 
 
 def _endpoint_pass(path, ocr_indices, gray_indices, decoder: str, chunk_size: int,
-                   masker: TextMasker) -> dict[int, np.ndarray]:
+                   masker: TextMasker, device="cpu") -> dict[int, np.ndarray]:
     """Pass 2 (one sequential decode, no seeking): OCR the event end frames and gap midpoints as they are
     decoded, and keep the gray frames of the event endpoints only."""
     ocr_set, gray_set = set(ocr_indices), set(gray_indices)
@@ -148,11 +149,11 @@ def _endpoint_pass(path, ocr_indices, gray_indices, decoder: str, chunk_size: in
     if last < 0:
         return grays
     start = 0
-    for chunk in VideoFrames(path, decoder=decoder, chunk_size=chunk_size, device="cpu"):
+    for chunk in VideoFrames(path, decoder=decoder, chunk_size=chunk_size, device=device):
         n = int(chunk.shape[0])
         for i in range(start, start + n):
             if i in ocr_set or i in gray_set:
-                frame = chunk[i - start].numpy()
+                frame = chunk[i - start].cpu().numpy()
                 if i in ocr_set:
                     masker.prefetch(i, frame)
                 if i in gray_set:
@@ -222,7 +223,7 @@ def _details(path: str, pvd, masker, cfg: PadvcConfig, profile: Profile, decoder
     if not Path(path).exists():
         raise VideoDecodeError(f"video file missing: {path}")
     probe = probe_video(path)
-    frames, totals = _scan_pass(path, cfg, decoder, chunk_size, masker)
+    frames, totals = _scan_pass(path, cfg, decoder, chunk_size, masker, device)
     n = totals.frame_count
     if n == 0:
         raise VideoDecodeError(frames.decode_error or "no frame could be decoded")
@@ -239,7 +240,7 @@ def _details(path: str, pvd, masker, cfg: PadvcConfig, profile: Profile, decoder
     events = [(int(s), int(e)) for s, e in segment_events(diffs, thresh).tolist()]
     mids = [(events[k - 1][1] + events[k][0]) // 2 for k in range(1, len(events))]
     grays = _endpoint_pass(path, [e for _, e in events] + mids, [i for ev in events for i in ev], frames.decoder,
-                           chunk_size, masker)
+                           chunk_size, masker, device)
     hw = (totals.height, totals.width)
 
     def energies(polys_list):

@@ -424,8 +424,12 @@ class VideoFrames:
         try:
             import PyNvVideoCodec as nvc
 
-            decoder = nvc.SimpleDecoder(self.path, gpu_id=self.device.index or 0, use_device_memory=True,
-                                        output_color_type=nvc.OutputColorType.NATIVE)
+            # The core demuxer + decoder, fed every packet in file order: FFmpeg's (OpenCV's) sequential decode,
+            # frames out in display order. (SimpleDecoder maps frame indices to timestamps for random access.)
+            demuxer = nvc.CreateDemuxer(filename=str(self.path))
+            decoder = nvc.CreateDecoder(gpuid=self.device.index or 0, codec=demuxer.GetNvCodecId(), cudacontext=0,
+                                        cudastream=0, usedevicememory=True,
+                                        outputColorType=nvc.OutputColorType.NATIVE)
         except Exception as exc:  # noqa: BLE001 - no NVDEC here
             reason = f"nvdec unavailable: {type(exc).__name__}: {exc}"
             if self.requested != "auto":
@@ -436,18 +440,26 @@ class VideoFrames:
             self.decoder, self.decoder_fallback = "yuv", reason
             yield from self._yuv_chunks()
             return
-        while True:
-            try:
-                batch = decoder.get_batch_frames(self.chunk_size)
-            except Exception as exc:  # noqa: BLE001 - like a failed cap.read(): stop, but record it
-                self.decode_error = f"nvdec decode stopped: {type(exc).__name__}: {exc}"
-                warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=3)
-                return
-            if not batch:
-                return
-            # (rows, pitch) NV12 per frame; PyNvVideoCodec decodes on the default stream, torch reads after it
-            nv12 = torch.stack([torch.from_dlpack(f) for f in batch]).to(self.device)
+
+        def convert(frames: list) -> torch.Tensor:
+            nv12 = torch.stack(frames)
             if nv12.ndim == 4 and nv12.shape[-1] == 1:
                 nv12 = nv12[..., 0]
             y, uv = split_nv12(nv12, tags.height, tags.width)
-            yield nv12_to_bgr(y, uv, coeffs)
+            return nv12_to_bgr(y, uv, coeffs)
+
+        pending: list = []
+        try:
+            for packet in demuxer:   # the last packet is empty: it flushes the frames the decoder still holds
+                for frame in decoder.Decode(packet):
+                    # (rows, pitch) NV12 in a surface the decoder reuses: copied at once. The decoder works on the
+                    # legacy default stream, which torch's default stream waits for.
+                    pending.append(torch.from_dlpack(frame).to(self.device, copy=True))
+                    if len(pending) == self.chunk_size:
+                        yield convert(pending)
+                        pending = []
+        except Exception as exc:  # noqa: BLE001 - like a failed cap.read(): stop, but record it
+            self.decode_error = f"nvdec decode stopped: {type(exc).__name__}: {exc}"
+            warnings.warn(f"{self.path}: {self.decode_error}", RuntimeWarning, stacklevel=3)
+        if pending:
+            yield convert(pending)

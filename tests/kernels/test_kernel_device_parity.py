@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from bench import oracle
-from prism_kernels import (FrameSignalStream, bgr_to_gray, consecutive_pair_signals, dilate, geo_energies,
-                           segment_events, text_energies)
+from prism_kernels import (FrameSignalStream, bgr_to_gray, change_ratios, consecutive_pair_signals, dilate,
+                           energy_from_sums, geo_energies, segment_events, text_energies)
 
 DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.gpu)]
 
@@ -41,3 +41,17 @@ def test_kernels_identical_across_devices(device):
         assert out.device.type == torch.device(device).type, name
         assert out.dtype == ref.dtype, name
         assert torch.equal(out.cpu(), ref), name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_quotients_are_pythons_on_every_device(device):
+    """Energies (sum / 1e5) and change ratios (count / pixels) equal Python's correctly rounded ``a / b``. CUDA
+    turns a division by a Python number into a multiplication by its reciprocal (one ulp off for, e.g., 258315 /
+    1e5), which the first H200 run of this suite caught."""
+    sums = torch.arange(0, 1_000_000, dtype=torch.int64)
+    expected = torch.tensor([k / 1e5 for k in range(1_000_000)], dtype=torch.float64)
+    assert torch.equal(energy_from_sums(sums.to(device)).cpu(), expected)
+    pixels = 854 * 480
+    counts = torch.arange(0, pixels + 1, dtype=torch.int64)
+    expected = torch.tensor([c / pixels for c in range(pixels + 1)], dtype=torch.float64)
+    assert torch.equal(change_ratios(counts.to(device), pixels).cpu(), expected)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,25 +35,64 @@ def render_scene(source: str, scene: str, workdir: Path) -> Path:
     return videos[0]
 
 
-@pytest.fixture(scope="session")
-def decode_video(tmp_path_factory) -> Path:
-    return render_scene(SCENE, "DecodeClip", tmp_path_factory.mktemp("decode_render"))
+# A GPU machine without Manim (scripts/device_check.sh) runs these tests on this very scene rendered elsewhere:
+# PRISM_TEST_RENDERS names a folder holding DecodeClip.mp4 and the BUNDLED_RENDER_IDS' mp4s (`python -m
+# tests.video.conftest FOLDER` renders them there, with the same calls as these fixtures).
+PRERENDERED_ENV = "PRISM_TEST_RENDERS"
+
+
+def _prerendered(names: list[str]) -> dict[str, Path] | None:
+    folder = os.environ.get(PRERENDERED_ENV)
+    if not folder:
+        return None
+    out = {name: Path(folder) / f"{name}.mp4" for name in names}
+    missing = [str(p) for p in out.values() if not p.is_file()]
+    assert not missing, f"{PRERENDERED_ENV}={folder}: missing {missing}"
+    return out
+
+
+def _render_decode_clip(workdir: Path) -> Path:
+    return render_scene(SCENE, "DecodeClip", workdir)
 
 
 # A few of the bundled reference answers, rendered once per session (tests/video/test_video_yuv_decode.py).
 BUNDLED_RENDER_IDS = ("SAMPLE-EN-000001", "SAMPLE-ZH-000001")
 
 
-@pytest.fixture(scope="session")
-def bundled_renders(tmp_path_factory) -> dict[str, Path]:
+def _render_bundled(sample_id: str, workdir: Path) -> Path:
     import ast
 
     from prism_fast.dataset.bundled import SAMPLES_DIR
 
-    out = {}
-    for sample_id in BUNDLED_RENDER_IDS:
-        lang = sample_id.split("-")[1].lower()
-        source = (SAMPLES_DIR / lang / f"{sample_id}.py").read_text(encoding="utf-8")
-        scene = next(n.name for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
-        out[sample_id] = render_scene(source, scene, tmp_path_factory.mktemp(f"bundled_{sample_id}"))
-    return out
+    lang = sample_id.split("-")[1].lower()
+    source = (SAMPLES_DIR / lang / f"{sample_id}.py").read_text(encoding="utf-8")
+    scene = next(n.name for n in ast.parse(source).body if isinstance(n, ast.ClassDef))
+    return render_scene(source, scene, workdir)
+
+
+@pytest.fixture(scope="session")
+def decode_video(tmp_path_factory) -> Path:
+    given = _prerendered(["DecodeClip"])
+    return given["DecodeClip"] if given else _render_decode_clip(tmp_path_factory.mktemp("decode_render"))
+
+
+@pytest.fixture(scope="session")
+def bundled_renders(tmp_path_factory) -> dict[str, Path]:
+    given = _prerendered(list(BUNDLED_RENDER_IDS))
+    return given if given else {sample_id: _render_bundled(sample_id, tmp_path_factory.mktemp(f"bundled_{sample_id}"))
+                                for sample_id in BUNDLED_RENDER_IDS}
+
+
+if __name__ == "__main__":   # render the fixtures' videos into a folder, for PRISM_TEST_RENDERS on a machine without Manim
+    import shutil
+    import tempfile
+
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("DecodeClip", *BUNDLED_RENDER_IDS):
+            (Path(tmp) / name).mkdir()
+        shutil.copyfile(_render_decode_clip(Path(tmp) / "DecodeClip"), out / "DecodeClip.mp4")
+        for sample_id in BUNDLED_RENDER_IDS:
+            shutil.copyfile(_render_bundled(sample_id, Path(tmp) / sample_id), out / f"{sample_id}.mp4")
+    print(sorted(p.name for p in out.glob("*.mp4")))
