@@ -94,6 +94,8 @@ class RenderCache(ContentCache):
                 video.parent.mkdir(parents=True, exist_ok=True)
                 entry["mp4_sha256"] = fsutil.atomic_copy(Path(row["video_path"]), video)
             self.store(key, entry)
+            if not row.get("success"):  # an earlier success's mp4 under this key (a one-pass render's, replaced
+                self.path(key, ".mp4").unlink(missing_ok=True)   # by the plain render's failure) is no entry's
         except OSError as exc:
             log.warning("render cache: could not store %s (%s)", key, exc)
             return False

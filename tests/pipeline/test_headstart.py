@@ -19,6 +19,7 @@ import ray
 
 from prism_fast.pipeline.actors import RESTARTS
 from prism_fast.pipeline.headstart import HeadStart, JobQueue
+from prism_fast.pipeline.progress import StageProgress
 from prism_fast.pipeline.stages import Job, run_actor_stage
 from prism_fast.schema import register_stage
 from prism_fast.store import ResultsStore
@@ -48,17 +49,6 @@ class Sleeper:
 
 
 SleeperActor = ray.remote(num_cpus=0, **RESTARTS)(Sleeper)
-
-
-class _NoBar:
-    def __init__(self, *args):
-        pass
-
-    def update(self, n, failed=False):
-        pass
-
-    def close(self):
-        pass
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -95,7 +85,7 @@ def test_the_head_start_takes_a_slot_from_the_back_and_hands_it_over(tmp_path, n
         return SleeperActor.remote(str(gate) if len(made) == n_actors else None)
 
     store = ResultsStore(tmp_path / "run")
-    run_actor_stage(STAGE, store, "m", "reference", jobs, make, "work", n_actors, _NoBar, head=head)
+    run_actor_stage(STAGE, store, "m", "reference", jobs, make, "work", n_actors, StageProgress, head=head)
     opened.join()
     rows = {r["id"]: r for r in store.read(STAGE).to_pylist()}
     assert set(rows) == {j.id for j in jobs} and all(r["status"] == "ok" for r in rows.values())
@@ -120,7 +110,7 @@ def test_a_head_start_that_cannot_start_leaves_every_item_to_the_actors(tmp_path
         head.wait(10.0)
     assert "head start stopped after 0 render(s) (RuntimeError: no prefork server here)" in caplog.text
     store = ResultsStore(tmp_path / "run")
-    run_actor_stage(STAGE, store, "m", "reference", jobs, lambda: SleeperActor.remote(None), "work", 2, _NoBar,
+    run_actor_stage(STAGE, store, "m", "reference", jobs, lambda: SleeperActor.remote(None), "work", 2, StageProgress,
                     head=head)
     rows = store.read(STAGE).to_pylist()
     assert sorted(r["id"] for r in rows) == [j.id for j in jobs]

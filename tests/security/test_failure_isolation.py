@@ -19,6 +19,7 @@ import pytest
 import ray
 
 from prism_fast.pipeline.actors import RESTARTS, AuditActor, RenderActor, VideoMetricsActor, contained
+from prism_fast.pipeline.progress import StageProgress
 from prism_fast.pipeline.stages import Job, pending_jobs, run_actor_stage
 from prism_fast.schema import register_stage
 from prism_fast.store import ResultsStore
@@ -56,17 +57,6 @@ class Probe:
         return {"status": "ok", "value": hashlib.sha256(payload.encode()).hexdigest(), "pid": os.getpid()}
 
 
-class _NoBar:
-    def __init__(self, *args):
-        pass
-
-    def update(self, n, failed=False):
-        pass
-
-    def close(self):
-        pass
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _ray():
     from prism_fast.pipeline.ray_runtime import ensure_ray
@@ -79,7 +69,7 @@ def _run(root: Path, jobs: list[Job], n_actors: int = 2, make=None) -> dict[str,
     marks.mkdir(parents=True, exist_ok=True)
     store = ResultsStore(root / "run")
     run_actor_stage(STAGE, store, "m", "p", jobs, make or (lambda: Probe.remote(str(marks))), "work", n_actors,
-                    _NoBar)
+                    StageProgress)
     assert store.read(STAGE, dedupe=False).num_rows == len(jobs), "a row was lost or written twice"
     return {r["id"]: r for r in store.read(STAGE).to_pylist()}
 
