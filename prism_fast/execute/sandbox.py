@@ -469,6 +469,30 @@ def _relay_exit(pid: int) -> None:
         os._exit(125)
 
 
+# What a Python interpreter sets for itself at start-up when it inherits default dispositions (a `manim` started
+# from a shell): KeyboardInterrupt on SIGINT, SIGPIPE and SIGXFSZ ignored (errors instead), the rest default.
+_PYTHON_STARTUP_DISPOSITIONS = {signal.SIGINT: signal.default_int_handler, signal.SIGPIPE: signal.SIG_IGN,
+                                signal.SIGXFSZ: signal.SIG_IGN}
+
+
+def _shell_signal_dispositions(in_process: bool) -> None:
+    """Signal dispositions as a shell-started `manim` has them, whoever started the evaluator: a command run with
+    ``&`` from a script ignores SIGINT and SIGQUIT, ``nohup`` SIGHUP, and an ignored signal stays ignored across
+    fork and exec — a script that signals itself would otherwise get another row (found when the suite ran in
+    the background). Before an exec only ignored signals need resetting (handlers end with the exec, and the new
+    interpreter sets its own); a prefork child runs manim in this interpreter, so it gets the start-up state."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            if in_process:
+                signal.signal(sig, _PYTHON_STARTUP_DISPOSITIONS.get(sig, signal.SIG_DFL))
+            elif signal.getsignal(sig) == signal.SIG_IGN:
+                signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):  # not settable here (e.g. a real-time signal in use)
+            pass
+
+
 def _child_setup(plan: _ChildPlan, exec_follows: bool = True) -> None:
     """Applied in the child after fork: before exec (sandbox) or before running manim in-process (worker).
 
@@ -481,6 +505,7 @@ def _child_setup(plan: _ChildPlan, exec_follows: bool = True) -> None:
     # worker is (oom_score_adj 1000): a runaway sample goes before the driver, Ray or a render actor of another
     # sample, never after them
     signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    _shell_signal_dispositions(in_process=not exec_follows)
     _raise_oom_score_adj(OOM_SCORE_ADJ)
     _raise_niceness(NICENESS)  # (and no more CPU than an actor's sample gets: the driver runs at its user's niceness)
     os.setsid()

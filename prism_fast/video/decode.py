@@ -450,7 +450,7 @@ class VideoFrames:
 
         pending: list = []
         try:
-            for packet in demuxer:   # the last packet is empty: it flushes the frames the decoder still holds
+            for packet in demuxer:   # its end-of-stream packet flushes the decoder (every frame came out: docs/gpu.md)
                 for frame in decoder.Decode(packet):
                     # (rows, pitch) NV12 in a surface the decoder reuses: copied at once. The decoder works on the
                     # legacy default stream, which torch's default stream waits for.

@@ -140,16 +140,17 @@ def test_td_identical_with_nvdec(decode_video):
 
 @pytest.mark.gpu
 def test_padvc_identical_on_the_gpu(bundled_renders):
-    """Decoders yuv and nvdec on the GPU (frames, pair signals, text and geometry energies there): the CPU row."""
+    """Decoders opencv (uploaded), yuv and nvdec with metrics.device=cuda (pair signals, text and geometry energies
+    on the GPU): the CPU row."""
     for name, path in bundled_renders.items():
         rows, seen = {}, {}
-        for decoder, device in (("opencv", "cpu"), ("yuv", "cuda"), ("nvdec", "cuda")):
+        for decoder, device in (("opencv", "cpu"), ("opencv", "cuda"), ("yuv", "cuda"), ("nvdec", "cuda")):
             engine = BrightRegionEngine()
             details = compute_padvc_details(path, _Pvd(), TextMasker(engine, OcrSettings()), config=PadvcConfig(),
                                             decoder=decoder, device=device)
             assert details.pop("_decoder") == decoder and details.pop("_decoder_fallback") is None, (name, decoder)
-            rows[decoder], seen[decoder] = details, engine.seen
-        assert len(rows["opencv"]["events"]) > 0, name
-        for decoder in ("yuv", "nvdec"):
-            assert rows[decoder] == rows["opencv"], (name, decoder)
-            assert seen[decoder] == seen["opencv"], (name, decoder)
+            rows[(decoder, device)], seen[(decoder, device)] = details, engine.seen
+        assert len(rows[("opencv", "cpu")]["events"]) > 0, name
+        for key in (("opencv", "cuda"), ("yuv", "cuda"), ("nvdec", "cuda")):
+            assert rows[key] == rows[("opencv", "cpu")], (name, key)
+            assert seen[key] == seen[("opencv", "cpu")], (name, key)
