@@ -80,7 +80,7 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("tex_cache", _S),
         ("tex_cache_hits", _I),
         ("tex_cache_published", _I),
-        ("tex_format", _S),  # on | off | failed | unavailable: TeX compiles from a checked LaTeX format (texformat.py)
+        ("tex_format", _S),  # on | off | failed | unavailable | not_ready (head start before the driver's format)
         ("tex_format_compiles", _I),  # how many (the sample's own log; informational)
         ("play_hashing", _B),  # false: rendered with --disable_caching (execute.play_hashing)
         ("onepass", _S),  # off | ineligible | shared | separate | fallback (audit/onepass.py)
@@ -161,7 +161,7 @@ STAGE_FIELDS["audit"] = [
     ("sandbox", _S),  # the execution's sandbox level (execute/sandbox.py); null for a shared one-pass report
     ("sandbox_protections", _S),
     ("audit_tampered", _S),  # JSON list of tamper evidence (audit/tamper.py); non-empty = the row failed
-    ("tex_format", _S),  # a separate audit's compiles from the LaTeX format: on | off | failed | unavailable
+    ("tex_format", _S),  # a separate audit's compiles from the LaTeX format: on | off | failed | unavailable | not_ready
     ("tex_format_compiles", _I),  # how many (the audit child's own log; informational)
 ]
 

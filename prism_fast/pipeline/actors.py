@@ -75,6 +75,7 @@ class RenderWorker:
     def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True, onepass: dict | None = None,
                  audit_dir: str | None = None, audit_cache_dir: str | None = None, td_pre: dict | None = None):
         self.render_cfg, self.profile, self.out_dir = render_cfg, profile, out_dir
+        self._format_not_ready = False  # see render_early
         # TD settings (metrics/td_store.td_settings) when this worker decodes its own videos for the TD stage
         # (a CPU run with TD on), else None
         self.td_pre = td_pre
@@ -111,13 +112,23 @@ class RenderWorker:
         runner = self.worker.run if self.worker is not None else None
         # the render, with the one-pass audit's observer and hand-off when on (audit/onepass.py); a sample the
         # render could not audit is audited right here by the same core call as the audit stage's
+        separate = None
+        if self.auditor is not None:
+            separate = self._audit_before_format if self._format_not_ready else self.auditor.audit
         row = render_and_hand_off(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner,
-                                  self.onepass, self.audit_dir,
-                                  self.auditor.audit if self.auditor is not None else None)
+                                  self.onepass, self.audit_dir, separate)
+        if self._format_not_ready and row.get("tex_format") == "off":
+            row["tex_format"] = "not_ready"  # the run asked for the format; this sample came before it (render_early)
         # Classification needs only the script and the render row (execution.md §8).
         row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
         if self.td_pre is not None:
             self._td_pre(sample_id, row)
+        return row
+
+    def _audit_before_format(self, sample_id: str, script: str) -> dict:
+        row = self.auditor.audit(sample_id, script)
+        if row.get("tex_format") == "off":
+            row["tex_format"] = "not_ready"
         return row
 
     def _td_pre(self, sample_id: str, row: dict) -> None:
@@ -136,6 +147,26 @@ class RenderWorker:
     def ready(self) -> bool:
         """Answers once the constructor has returned (the prefork server is up): the head start's hand-off."""
         return True
+
+    def render_early(self) -> bool:
+        """The head start's lane, before the driver's LaTeX format is built: render without the format (TeX
+        compiles in full: the same SVGs, videos and rows, execute/texformat.py) rather than wait for it, and say so
+        in the rows (``tex_format=not_ready``) until :meth:`use_render_cfg` hands over the actors' configuration.
+        False where the format is off anyway (nothing to wait for)."""
+        if not (self.render_cfg.tex_format and self.render_cfg.tex_cache_dir):
+            return False
+        from dataclasses import replace
+
+        self.use_render_cfg(replace(self.render_cfg, tex_format=False))
+        self._format_not_ready = True
+        return True
+
+    def use_render_cfg(self, render_cfg) -> None:
+        """Render (and audit separately) with ``render_cfg`` from the next sample on."""
+        self.render_cfg = render_cfg
+        self._format_not_ready = False
+        if self.auditor is not None:  # a separate audit reads the same TeX cache, with the format or without
+            self.auditor.tex_format = render_cfg.tex_format
 
     def close(self) -> None:
         if self.worker is not None:

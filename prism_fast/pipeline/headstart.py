@@ -53,8 +53,11 @@ class HeadStart:
     """One worker in a thread of this process, taking items from the back of ``queue`` until stopped or empty.
 
     ``make_worker()`` builds the worker (in the thread); ``render_cfg`` (a Future) is the render configuration the
-    worker must use, known only once the driver's LaTeX format is built (pipeline/run.py): the lane waits for it
-    before its first item, so its rows are made with exactly the actors' settings."""
+    worker must use, known only once the driver's LaTeX format is built (pipeline/run.py, ≈ 3 s on a runs_root's
+    first run). A worker with ``render_early()`` does not wait for it: until the Future is done it renders without
+    the format (the same videos and rows but for the provenance fields ``tex_format``/``tex_format_compiles``:
+    execute/texformat.py; its rows say ``tex_format=not_ready``), and takes the configuration before its first item
+    after that. Any other worker waits for the Future before its first item."""
 
     def __init__(self, make_worker: Callable[[], Any], method: str, queue: JobQueue,
                  render_cfg: Future | None = None):
@@ -77,9 +80,17 @@ class HeadStart:
         worker = None
         try:
             worker = self._make_worker()
-            if self._render_cfg is not None:
-                worker.render_cfg = self._render_cfg.result()
+            pending = self._render_cfg
+            if pending is not None and not pending.done() and callable(getattr(worker, "render_early", None)) \
+                    and worker.render_early():
+                log.info("the Exec stage's head start renders without the LaTeX format until the driver has built it "
+                         "(rows: tex_format=not_ready)")
+            elif pending is not None:
+                worker.render_cfg, pending = pending.result(), None
             while not self._stop.is_set():
+                if pending is not None and pending.done():  # the driver's format is ready: the actors' settings
+                    worker.use_render_cfg(pending.result())
+                    pending = None
                 item = self.queue.pop_back()
                 if item is None:
                     break

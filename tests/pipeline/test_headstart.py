@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pyarrow as pa
@@ -117,6 +118,48 @@ def test_a_head_start_that_cannot_start_leaves_every_item_to_the_actors(tmp_path
     assert all(r["status"] == "ok" and r["pid"] != os.getpid() for r in rows)
 
 
+class EarlyWorker:
+    """A worker that may start before its configuration is known (``render_early``), as ``RenderWorker`` does
+    while the driver builds the LaTeX format; each item returns the configuration it ran under."""
+
+    def __init__(self, early: bool):
+        self.render_cfg, self.early, self.taken = "base", early, []
+
+    def render_early(self) -> bool:
+        if not self.early:
+            return False
+        self.render_cfg = "early"
+        return True
+
+    def use_render_cfg(self, cfg) -> None:
+        self.taken.append(cfg)
+        self.render_cfg = cfg
+
+    def work(self, sample_id: str, arrives: Future | None) -> str:
+        used = self.render_cfg
+        if arrives is not None:  # the configuration becomes known while this item runs
+            arrives.set_result("final")
+        return used
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_the_head_start_renders_before_the_format_is_built_only_where_the_worker_can(early):
+    """``render_early`` workers start under their early configuration and take the final one before their first
+    item after it is known; any other worker waits for it (its first item already runs under the final one)."""
+    cfg: Future = Future()
+    queue = JobQueue([("S00", None), ("S01", None), ("S02", cfg if early else None)])
+    worker = EarlyWorker(early)
+    if not early:
+        threading.Timer(0.3, cfg.set_result, ("final",)).start()
+    head = HeadStart(lambda: worker, "work", queue, cfg).start()
+    assert head.wait(10.0)
+    done = {item[0]: result for item, result in head.take_results()}
+    if early:
+        assert done == {"S02": "early", "S01": "final", "S00": "final"} and worker.taken == ["final"]
+    else:
+        assert done == {"S02": "final", "S01": "final", "S00": "final"} and worker.taken == []
+
+
 VOLATILE = {"written_at_ns", "runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "stderr_tail", "stdout_bytes",
             "stderr_bytes", "audit_runtime_sec", "onepass_audit_s", "report_path"}
 
@@ -140,18 +183,26 @@ def _rows(run_dir: Path) -> dict:
     return out
 
 
-def test_rows_are_the_same_with_and_without_the_head_start(tmp_path, caplog):
-    """Three bundled samples, one render worker: with the head start the driver renders the back of the schedule
-    while Ray starts (seen in its log line), and every exec, audit and TD row equals the run without it."""
+# the LaTeX format's provenance: the head start renders without it until the driver has built it (not_ready)
+FORMAT = ("tex_format", "tex_format_compiles")
+
+
+@pytest.mark.parametrize("tex_format", [False, True])
+def test_rows_are_the_same_with_and_without_the_head_start(tmp_path, caplog, tex_format):
+    """Three bundled samples, one render worker, each run on a fresh runs_root: with the head start the driver
+    renders the back of the schedule while Ray starts (seen in its log line), and every exec, audit and TD row equals
+    the run without it. With the LaTeX format on, the format is built while Ray starts (no earlier run published
+    one): the lane renders without it until it is ready, and only those rows' ``tex_format`` says so
+    (``not_ready``, no compile from the format); every other field, the videos included, is the same."""
     from prism_fast.pipeline.run import options_from_config, run_eval
 
     ids = "SAMPLE-EN-000001,SAMPLE-EN-000002,SAMPLE-ZH-000001"
     results = {}
     for head_start in (False, True):
-        # (a cold LaTeX format would hold the head start back; the format's own tests are elsewhere)
         cfg = compose_config(f"runs_root={tmp_path / str(head_start)}", f"dataset.ids=[{ids}]", "cluster.num_cpus=2",
                              "execute.workers=1", "execute.cache.enabled=false", "audit.cache=false",
-                             "execute.tex_cache.format=false", f"execute.head_start={str(head_start).lower()}")
+                             f"execute.tex_cache.format={str(tex_format).lower()}",
+                             f"execute.head_start={str(head_start).lower()}")
         opts = options_from_config(cfg)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="prism_fast.pipeline.headstart"):
@@ -160,10 +211,26 @@ def test_rows_are_the_same_with_and_without_the_head_start(tmp_path, caplog):
         said = [r.getMessage() for r in caplog.records if r.name == "prism_fast.pipeline.headstart"]
         if head_start:
             assert any(m.startswith("the Exec stage's head start rendered") and " 0 sample" not in m for m in said), said
+            early = any("renders without the LaTeX format" in m for m in said)
         else:
             assert not said
+    formats = {head_start: {k: tuple(r.pop(f, None) for f in FORMAT) for k, r in rows.items() if k[0] != "td"}
+               for head_start, rows in results.items()}
     assert results[True] == results[False]
     assert len(results[True]) == 9 and all(r.get("success", True) for k, r in results[True].items() if k[0] == "exec")
+    if not tex_format:
+        assert formats[True] == formats[False]
+        assert {v[0] for k, v in formats[True].items() if k[0] == "exec"} == {"off"}
+        assert not early
+        return
+    # every render of the run without a head start used the format; the audits are shared with the renders here
+    assert {v[0] for k, v in formats[False].items() if k[0] == "exec"} == {"on"}
+    assert {k: v for k, v in formats[True].items() if k[0] == "audit"} == \
+        {k: v for k, v in formats[False].items() if k[0] == "audit"}
+    labels = [v for k, v in formats[True].items() if k[0] == "exec"]
+    assert all(v[0] == "on" or v == ("not_ready", 0) for v in labels), labels
+    # the format takes ≈ 3 s to build, the lane's manim server ≈ 1.5 s: the lane says when it started without it
+    assert early == any(v[0] == "not_ready" for v in labels), (early, labels)
 
 
 def test_the_driver_builds_the_latex_format_once_per_cache(tmp_path):
