@@ -145,6 +145,10 @@ def _comparable(run_dir: Path, stage: str) -> list[dict]:
                 assert Path(r[f]).is_absolute() and Path(r[f]).exists(), (stage, f, r[f])
                 assert Path(r[f]).is_relative_to(run_dir), (stage, f, r[f])
                 r[f] = str(Path(r[f]).relative_to(run_dir))
+        if r.get("tex_format") == "not_ready":
+            # the local run's head start rendered before the driver had built the LaTeX format (a fresh runs_root:
+            # pipeline/headstart.py); the joined cluster's run has no head start. Same video and row otherwise.
+            r["tex_format"] = "on"
         rows.append({k: v for k, v in r.items() if k not in VOLATILE})
     return rows
 

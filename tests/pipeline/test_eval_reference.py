@@ -23,7 +23,12 @@ def test_every_bundled_reference_answer_renders(reference_run):
     assert not failed, f"reference answers that do not render: {json.dumps(failed, indent=1)}"
     for r in rows.values():
         assert r["status"] == "ok" and r["exit_status"] == 0 and r["cpu_s"] > 0 and r["peak_rss_mb"] > 0
-        assert r["tex_cache"] == "on" and r["tex_format"] == "on", (r["id"], r["tex_cache"], r["tex_format"])
+        assert r["tex_cache"] == "on" and r["tex_format"] in ("on", "not_ready"), \
+            (r["id"], r["tex_cache"], r["tex_format"])
+    # a fresh runs_root: the head start renders its first samples before the driver has built the format
+    # (pipeline/headstart.py, rows say not_ready), every other render uses it
+    early = [i for i, r in rows.items() if r["tex_format"] == "not_ready"]
+    assert len(early) < len(rows) // 4 and all(rows[i]["tex_format_compiles"] == 0 for i in early), early
     # the MathTex of the EN answers compiled from the LaTeX format (the driver's, execute/texformat.py)
     assert sum(r["tex_format_compiles"] for r in rows.values()) > 20
     groups = {g["lang"]: g for g in summary["groups"]}

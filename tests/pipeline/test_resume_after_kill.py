@@ -24,10 +24,12 @@ class Tiny{n}(Scene):
 """
 # Fields that legitimately differ between two runs of the same inputs. The cache flags are provenance: a run
 # killed after an audit reached the audit cache but before its row was flushed is served from that cache on
-# resume (same row otherwise; the render actors audit during the Exec stage, so a kill there can do this).
+# resume (same row otherwise; the render actors audit during the Exec stage, so a kill there can do this). The LaTeX
+# format's provenance too: on a fresh runs_root the head start renders before the driver has built the format
+# (tex_format=not_ready, pipeline/headstart.py), and which samples it takes depends on timing.
 VOLATILE = {"written_at_ns", "runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "video_path", "stderr_tail",
             "stdout_bytes", "cache_hit", "cache_key", "script_path", "backend", "file_path", "report_path",
-            "audit_cache_hit"}
+            "audit_cache_hit", "tex_format", "tex_format_compiles"}
 
 
 def _predictions(tmp_path: Path) -> Path:
@@ -39,10 +41,10 @@ def _predictions(tmp_path: Path) -> Path:
     return d
 
 
-def _cmd(preds: Path, runs_root: Path) -> list[str]:
+def _cmd(preds: Path, runs_root: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "prism_fast.cli", "model=predictions", "model.name=tiny",
             f"model.predictions={preds}", "lang=en", "dataset.limit=8", f"runs_root={runs_root}",
-            "execute.cache.enabled=false", "cluster.num_cpus=2", "hydra.run.dir=" + str(runs_root / "hydra")]
+            "execute.cache.enabled=false", "cluster.num_cpus=2", "hydra.run.dir=" + str(runs_root / "hydra"), *extra]
 
 
 def _rows(run_dir: Path, stage: str) -> list[dict]:
@@ -111,7 +113,8 @@ def test_kill_minus_9_then_resume_equals_clean_run(clean_run, tmp_path):
 def test_render_worker_killed_mid_run_is_retried(clean_run, tmp_path):
     preds, clean_dir = clean_run
     root = tmp_path / "worker"
-    proc = subprocess.Popen(_cmd(preds, root), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    # every render in an actor: the driver's head start can render all of these tiny scenes while Ray starts
+    proc = subprocess.Popen(_cmd(preds, root, "execute.head_start=false"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     victims: list[int] = []
     try:
