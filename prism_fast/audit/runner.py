@@ -79,19 +79,21 @@ def _spec(argv: list[str], scratch: Path, cfg: AuditConfig, env: dict,
 
 
 def tex_cache_env(cfg: AuditConfig, scratch: Path, tex_cache_dir: str | None,
-                  tex_format: bool) -> tuple[dict, Path | None, str]:
+                  tex_format: bool, tex_format_deferred: bool = False) -> tuple[dict, Path | None, str]:
     """With the render's TeX cache (``tex_cache_dir``): the variables that make the audit child read this process's
     verified view of it, as a render does (execute/texcache.py: verified SVGs, and with ``tex_format`` the checked
     LaTeX format of manim's default preamble), the view, and the format's state (on | off | failed). The audit's
-    mobjects, and so its report, are those of an uncached audit (tests/audit/test_audit_tex_cache.py)."""
+    mobjects, and so its report, are those of an uncached audit (tests/audit/test_audit_tex_cache.py).
+    ``tex_format_deferred``: the format is wanted but not built yet (the pipeline's head start): compile in full,
+    row ``tex_format=not_ready`` (``RenderConfig.tex_format_deferred``)."""
     if not tex_cache_dir:
         return {}, None, "off"
     from prism_fast.execute import texcache
 
-    view = texcache.prepare_cache_dir(tex_cache_dir, tex_format=tex_format)
+    view = texcache.prepare_cache_dir(tex_cache_dir, tex_format=tex_format and not tex_format_deferred)
     inside = VIEW_INSIDE if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap") else str(view)
     env, state = texcache.sample_env(view, inside, scratch / texcache.LOG_NAME, tex_format,
-                                     protected=sandbox.read_only_for_script(cfg.sandbox))
+                                     protected=sandbox.read_only_for_script(cfg.sandbox), deferred=tex_format_deferred)
     return env, view, state
 
 
@@ -129,7 +131,7 @@ def _copy_out(scratch: Path, audit_dir: Path, cfg: AuditConfig) -> None:
 
 def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Profile = REFERENCE,
                sample_id: str | None = None, draw_failing_pictures: bool = True, tex_cache_dir: str | None = None,
-               tex_format: bool = True) -> dict:
+               tex_format: bool = True, tex_format_deferred: bool = False) -> dict:
     """Audit an existing script file; layout ``<work_dir>/audits/<id>/{audit_report.json, audit.log}``.
 
     With ``cfg.pictures`` the child also writes each segment's -ql frame and finding bboxes to
@@ -159,7 +161,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         env = child_env(cfg, scratch)
         if cfg.pictures:
             env["PRISM_AUDIT_PICTURES_DIR"] = str(scratch / "pictures_raw")
-        tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format)
+        tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format, tex_format_deferred)
         env.update(tex_env)
         rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view)
         _copy_out(scratch, audit_dir, cfg)
@@ -238,7 +240,8 @@ def _failing_pictures(row: dict, report_text: str | None, raw_dir: Path, out_dir
 
 
 def audit_one(sample_id: str, script_text: str, work_dir, cfg: AuditConfig | None = None,
-              profile: Profile = REFERENCE, tex_cache_dir: str | None = None, tex_format: bool = True) -> dict:
+              profile: Profile = REFERENCE, tex_cache_dir: str | None = None, tex_format: bool = True,
+              tex_format_deferred: bool = False) -> dict:
     """Audit one script given as text: one row (§10.2). The per-segment report is
     ``<work_dir>/audits/<sample_id>/audit_report.json`` (also in the row as ``visual_audit_report``)."""
     cfg = cfg or AuditConfig()
@@ -248,7 +251,7 @@ def audit_one(sample_id: str, script_text: str, work_dir, cfg: AuditConfig | Non
     script_path = scripts / f"{sample_id}.py"
     script_path.write_text(script_text, encoding="utf-8")
     return audit_file(script_path, work_dir, cfg, profile, sample_id=sample_id, tex_cache_dir=tex_cache_dir,
-                      tex_format=tex_format)
+                      tex_format=tex_format, tex_format_deferred=tex_format_deferred)
 
 
 def audit_batch(input_dir, output_dir, cfg: AuditConfig | None = None, profile: Profile = REFERENCE,

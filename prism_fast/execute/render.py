@@ -92,6 +92,10 @@ class RenderConfig:
     # started; taken only by a worker whose own fingerprint (manim, TeX, fonts) is the same. None, or another
     # environment: each worker builds and checks its own at its first sample (texcache.prepare_cache_dir)
     tex_format_prebuilt: tuple[str, str, str] | None = None
+    # The format is wanted (``tex_format``) but not built yet: compile in full now, neither build nor use one, and
+    # say so in the row (``tex_format=not_ready``). Set only by the pipeline's head start while the driver builds
+    # the format (pipeline/headstart.py); same SVG bytes, videos and results.
+    tex_format_deferred: bool = False
     # Manim's per-play scene hashing (``--disable_caching`` when False). The hash only names partial movie
     # files (a repeated hash would reuse one; within one fresh run hashes do not repeat). Skipping it saves
     # ~28 % of a render's CPU with byte-identical mp4s and error text (tests/execute/test_play_hashing.py,
@@ -295,7 +299,8 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     visible_at: tuple[tuple[str, str], ...] = ()
     if use_tex_cache:
         pre = cfg.tex_format_prebuilt
-        tex_root = texcache.prepare_cache_dir(cfg.tex_cache_dir, tex_format=cfg.tex_format,
+        tex_root = texcache.prepare_cache_dir(cfg.tex_cache_dir,
+                                              tex_format=cfg.tex_format and not cfg.tex_format_deferred,
                                               prebuilt=pre[:2] if pre and pre[2] == row["env_fingerprint"] else None)
         readonly = (*readonly, str(tex_root))
         seen_as = str(tex_root)
@@ -306,7 +311,8 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         # the format only where our wrapper runs in the sample's process and the view is read-only for scripts
         env_extra, row["tex_format"] = texcache.sample_env(
             tex_root, seen_as, work / texcache.LOG_NAME, cfg.tex_format,
-            protected=_child_installs(cfg, row["backend"]) and sandbox.read_only_for_script(cfg.sandbox))
+            protected=_child_installs(cfg, row["backend"]) and sandbox.read_only_for_script(cfg.sandbox),
+            deferred=cfg.tex_format_deferred)
         row["tex_cache"] = "on"
     # text boxes (textboxes.py): only where the recorder is installed (the prefork child), so the script never
     # sees the request; the record leaves the scratch dir through textboxes.collect after the process is gone

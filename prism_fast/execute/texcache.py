@@ -275,11 +275,14 @@ def install_from_env() -> None:
 
 
 def sample_env(view: Path, seen_as: str, log_path: Path, tex_format: bool,
-               protected: bool) -> tuple[dict[str, str], str]:
+               protected: bool, deferred: bool = False) -> tuple[dict[str, str], str]:
     """The variables that give a sample the view (seen at ``seen_as``) and, with ``tex_format`` and a checked
     format in the view, the format's path as the sample sees it; and the sample's ``tex_format`` row value:
     on | off | failed (no checked format) | unavailable (``protected`` is False: the view would be writable by
-    scripts, so one sample could leave a format for the next, or the sample's process installs no wrapper)."""
+    scripts, so one sample could leave a format for the next, or the sample's process installs no wrapper) |
+    not_ready (``deferred``: the format is wanted but not built yet -- the pipeline's head start renders before
+    the driver has built it --, so this sample compiles in full; where it could not be used anyway, the row says
+    unavailable as it would with the format ready)."""
     env = {ENV_CACHE: seen_as, ENV_LOG: str(log_path)}
     if not tex_format:
         return env, "off"
@@ -289,6 +292,8 @@ def sample_env(view: Path, seen_as: str, log_path: Path, tex_format: bool,
             log.warning("tex cache: the LaTeX format is not used at this sandbox level (the view is not read-only "
                         "for scripts, or the sample runs without our wrappers); rows: tex_format=unavailable")
         return env, "unavailable"
+    if deferred:
+        return env, "not_ready"
     view_state = next((v for v in _VIEWS.values() if v.path == Path(view)), None)
     if view_state is None or view_state.fmt is None:
         return env, format_state(view)

@@ -75,7 +75,6 @@ class RenderWorker:
     def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True, onepass: dict | None = None,
                  audit_dir: str | None = None, audit_cache_dir: str | None = None, td_pre: dict | None = None):
         self.render_cfg, self.profile, self.out_dir = render_cfg, profile, out_dir
-        self._format_not_ready = False  # see render_early
         # TD settings (metrics/td_store.td_settings) when this worker decodes its own videos for the TD stage
         # (a CPU run with TD on), else None
         self.td_pre = td_pre
@@ -112,23 +111,13 @@ class RenderWorker:
         runner = self.worker.run if self.worker is not None else None
         # the render, with the one-pass audit's observer and hand-off when on (audit/onepass.py); a sample the
         # render could not audit is audited right here by the same core call as the audit stage's
-        separate = None
-        if self.auditor is not None:
-            separate = self._audit_before_format if self._format_not_ready else self.auditor.audit
         row = render_and_hand_off(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner,
-                                  self.onepass, self.audit_dir, separate)
-        if self._format_not_ready and row.get("tex_format") == "off":
-            row["tex_format"] = "not_ready"  # the run asked for the format; this sample came before it (render_early)
+                                  self.onepass, self.audit_dir,
+                                  self.auditor.audit if self.auditor is not None else None)
         # Classification needs only the script and the render row (execution.md §8).
         row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
         if self.td_pre is not None:
             self._td_pre(sample_id, row)
-        return row
-
-    def _audit_before_format(self, sample_id: str, script: str) -> dict:
-        row = self.auditor.audit(sample_id, script)
-        if row.get("tex_format") == "off":
-            row["tex_format"] = "not_ready"
         return row
 
     def _td_pre(self, sample_id: str, row: dict) -> None:
@@ -150,23 +139,22 @@ class RenderWorker:
 
     def render_early(self) -> bool:
         """The head start's lane, before the driver's LaTeX format is built: render without the format (TeX
-        compiles in full: the same SVGs, videos and rows, execute/texformat.py) rather than wait for it, and say so
-        in the rows (``tex_format=not_ready``) until :meth:`use_render_cfg` hands over the actors' configuration.
-        False where the format is off anyway (nothing to wait for)."""
+        compiles in full: the same SVGs, videos and results, execute/texformat.py) rather than wait for it
+        (``RenderConfig.tex_format_deferred``: rows and separate audits say ``tex_format=not_ready``) until
+        :meth:`use_render_cfg` hands over the actors' configuration. False where the format is off anyway."""
         if not (self.render_cfg.tex_format and self.render_cfg.tex_cache_dir):
             return False
         from dataclasses import replace
 
-        self.use_render_cfg(replace(self.render_cfg, tex_format=False))
-        self._format_not_ready = True
+        self.use_render_cfg(replace(self.render_cfg, tex_format_deferred=True))
         return True
 
     def use_render_cfg(self, render_cfg) -> None:
         """Render (and audit separately) with ``render_cfg`` from the next sample on."""
         self.render_cfg = render_cfg
-        self._format_not_ready = False
         if self.auditor is not None:  # a separate audit reads the same TeX cache, with the format or without
             self.auditor.tex_format = render_cfg.tex_format
+            self.auditor.tex_format_deferred = render_cfg.tex_format_deferred
 
     def close(self) -> None:
         if self.worker is not None:
@@ -187,6 +175,7 @@ class _Auditor:
         self.audit_cfg, self.profile, self.work_dir = audit_cfg, profile, work_dir
         # the render's verified TeX cache (and LaTeX format), read by the audit child as by a render
         self.tex_cache_dir, self.tex_format = tex_cache_dir, tex_format
+        self.tex_format_deferred = False  # the head start's lane before the driver's format (RenderWorker.render_early)
         self.cache = self.env = None
         if cache_dir:  # audit cache (audit/cache.py): a sweep over metric settings re-runs no audit
             from prism_fast.audit.cache import AuditCache
@@ -211,7 +200,8 @@ class _Auditor:
                 row = self.cache.get(key, sample_id, Path(self.work_dir), script)
         if row is None:
             row = audit_one(sample_id, script, self.work_dir, self.audit_cfg, self.profile,
-                            tex_cache_dir=self.tex_cache_dir, tex_format=self.tex_format)
+                            tex_cache_dir=self.tex_cache_dir, tex_format=self.tex_format,
+                            tex_format_deferred=self.tex_format_deferred)
             row["audit_cache_hit"] = False
             if self.cache is not None:
                 self.cache.put(key, row, report_path)

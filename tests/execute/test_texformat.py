@@ -97,6 +97,12 @@ def test_a_sample_gets_the_format_only_from_a_protected_view(tmp_path):
     assert state == "unavailable" and texcache.ENV_FORMAT not in env
     env, state = texcache.sample_env(view, "/inside", tmp_path / "log", False, protected=True)
     assert state == "off" and texcache.ENV_FORMAT not in env
+    # wanted but not built yet (the pipeline's head start): no format, and the row says why -- unless the view is
+    # not protected, where the format would not be used anyway
+    env, state = texcache.sample_env(view, "/inside", tmp_path / "log", True, protected=True, deferred=True)
+    assert state == "not_ready" and texcache.ENV_FORMAT not in env
+    env, state = texcache.sample_env(view, "/inside", tmp_path / "log", True, protected=False, deferred=True)
+    assert state == "unavailable" and texcache.ENV_FORMAT not in env
     # in the sample: only a path named after the default preamble's format is taken
     assert texformat.usable("/inside/fmt/" + fmt.stem)
     assert not texformat.usable("/inside/fmt/other") and not texformat.usable("")
@@ -173,19 +179,27 @@ def _sha(path) -> str:
                                          ("font", FONT)])
 def test_renders_are_identical_with_and_without_the_format(worker_cfg, name, script):
     """Video bytes, success, the error text of a LaTeX error (the format's failed attempt is undone and manim's own
-    compile prints it) and the output sizes equal a render with the format off; the row says which it was."""
+    compile prints it) and the output sizes equal a render with the format off; the row says which it was. A render
+    with the format deferred (the head start's before the driver's format is built) is a render without it."""
     root, cfg, worker = worker_cfg
     fast = render_one(name, script, root / f"fast_{name}", cfg, runner=worker.run)
     plain = render_one(name, script, root / f"plain_{name}", replace(cfg, tex_format=False), runner=worker.run)
-    assert fast["tex_format"] == "on" and plain["tex_format"] == "off"
+    deferred = render_one(name, script, root / f"deferred_{name}", replace(cfg, tex_format_deferred=True),
+                          runner=worker.run)
+    assert fast["tex_format"] == "on" and plain["tex_format"] == "off" and deferred["tex_format"] == "not_ready"
+    assert deferred["tex_format_compiles"] == plain["tex_format_compiles"] == 0
+    assert deferred["success"] == plain["success"]
+    if plain["success"]:
+        assert _sha(deferred["video_path"]) == _sha(plain["video_path"])
     assert fast["success"] == plain["success"] == (name not in ("bad", "font")), (fast["error"], plain["error"])
     if fast["success"]:
         assert _sha(fast["video_path"]) == _sha(plain["video_path"])
     else:  # manim's LaTeX error, printed by its own compile after the format's attempt failed
         assert "latex error converting to dvi" in fast["stderr_tail"].replace("\n", "")
     norm = (lambda t: re.sub(r"render_[a-z]+_[a-z0-9_]{8}", "SCRATCH", t or ""))  # the scratch dir's random name
-    assert norm(fast["stderr_tail"]) == norm(plain["stderr_tail"])
-    assert (fast["stdout_bytes"], fast["stderr_bytes"]) == (plain["stdout_bytes"], plain["stderr_bytes"])
+    assert norm(fast["stderr_tail"]) == norm(plain["stderr_tail"]) == norm(deferred["stderr_tail"])
+    assert (fast["stdout_bytes"], fast["stderr_bytes"]) == (plain["stdout_bytes"], plain["stderr_bytes"]) == \
+        (deferred["stdout_bytes"], deferred["stderr_bytes"])
 
 
 def test_the_format_is_used_only_for_the_default_template(worker_cfg, monkeypatch, tmp_path):

@@ -157,7 +157,33 @@ def test_the_head_start_renders_before_the_format_is_built_only_where_the_worker
     if early:
         assert done == {"S02": "early", "S01": "final", "S00": "final"} and worker.taken == ["final"]
     else:
-        assert done == {"S02": "final", "S01": "final", "S00": "final"} and worker.taken == []
+        assert done == {"S02": "final", "S01": "final", "S00": "final"} and worker.taken == ["final"]
+
+
+def test_a_render_worker_defers_the_format_and_then_takes_the_actors_configuration(tmp_path):
+    """``RenderWorker.render_early``: its renders and separate audits defer the format (compile in full, rows
+    ``not_ready``: tests/execute/test_texformat.py renders both ways) until ``use_render_cfg`` hands over the
+    configuration the actors get; a worker whose format is off has nothing to wait for."""
+    from dataclasses import replace
+
+    from prism_fast.audit.config import AuditConfig
+    from prism_fast.execute.render import RenderConfig
+    from prism_fast.pipeline.actors import RenderWorker
+    from prism_fast.profile import REFERENCE
+
+    cfg = RenderConfig(tex_cache_dir=str(tmp_path / "tex"))
+    worker = RenderWorker(cfg, REFERENCE, str(tmp_path / "out"), prefork=False, onepass=AuditConfig().to_dict(),
+                          audit_dir=str(tmp_path / "audit"))
+    assert not worker.render_cfg.tex_format_deferred and not worker.auditor.tex_format_deferred
+    assert worker.render_early()
+    assert worker.render_cfg.tex_format and worker.render_cfg.tex_format_deferred
+    assert worker.auditor.tex_format and worker.auditor.tex_format_deferred
+    final = replace(cfg, tex_format_prebuilt=("format.fmt", "0" * 64, "env"))
+    worker.use_render_cfg(final)
+    assert worker.render_cfg is final and worker.auditor.tex_format and not worker.auditor.tex_format_deferred
+    off = RenderWorker(replace(cfg, tex_format=False), REFERENCE, str(tmp_path / "out"), prefork=False,
+                       onepass=AuditConfig().to_dict(), audit_dir=str(tmp_path / "audit"))
+    assert not off.render_early() and not off.render_cfg.tex_format_deferred and not off.auditor.tex_format
 
 
 VOLATILE = {"written_at_ns", "runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "stderr_tail", "stdout_bytes",
@@ -187,13 +213,46 @@ def _rows(run_dir: Path) -> dict:
 FORMAT = ("tex_format", "tex_format_compiles")
 
 
+def _format_ready_after_the_lanes_first_render(monkeypatch) -> None:
+    """Make the driver's render configuration (which names its LaTeX format) known exactly when the head start's
+    first render returns, whatever the machine's speed: the lane's first sample is then always rendered before the
+    format is ready and every later one after (the Ray actors wait for the configuration as usual)."""
+    from prism_fast.pipeline import run as run_mod
+    from prism_fast.pipeline.actors import RenderWorker
+
+    real_config, real_render = run_mod._render_config, RenderWorker.render
+    held: Future = Future()
+    args: list = []
+
+    def render_config(opts, prebuild):
+        args.extend((opts, prebuild))
+        return held
+
+    def release() -> None:
+        if not held.done():
+            held.set_result(real_config(*args).result())
+
+    def render(self, *a):
+        try:
+            return real_render(self, *a)
+        finally:  # in the lane's thread: the configuration is known before the lane looks for its next item
+            release()
+
+    safety = threading.Timer(300.0, release)  # a lane that never renders must not hang the run
+    safety.daemon = True
+    safety.start()
+    monkeypatch.setattr(run_mod, "_render_config", render_config)
+    monkeypatch.setattr(RenderWorker, "render", render)
+
+
 @pytest.mark.parametrize("tex_format", [False, True])
-def test_rows_are_the_same_with_and_without_the_head_start(tmp_path, caplog, tex_format):
+def test_rows_are_the_same_with_and_without_the_head_start(tmp_path, caplog, monkeypatch, tex_format):
     """Three bundled samples, one render worker, each run on a fresh runs_root: with the head start the driver
     renders the back of the schedule while Ray starts (seen in its log line), and every exec, audit and TD row equals
     the run without it. With the LaTeX format on, the format is built while Ray starts (no earlier run published
-    one): the lane renders without it until it is ready, and only those rows' ``tex_format`` says so
-    (``not_ready``, no compile from the format); every other field, the videos included, is the same."""
+    one); the lane renders its first sample before the format is ready (held until then here): only that row's
+    ``tex_format`` says so (``not_ready``, no compile from the format), every other field, the videos included,
+    and every other row (``on``) are the same."""
     from prism_fast.pipeline.run import options_from_config, run_eval
 
     ids = "SAMPLE-EN-000001,SAMPLE-EN-000002,SAMPLE-ZH-000001"
@@ -204,9 +263,12 @@ def test_rows_are_the_same_with_and_without_the_head_start(tmp_path, caplog, tex
                              f"execute.tex_cache.format={str(tex_format).lower()}",
                              f"execute.head_start={str(head_start).lower()}")
         opts = options_from_config(cfg)
+        if head_start and tex_format:
+            _format_ready_after_the_lanes_first_render(monkeypatch)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="prism_fast.pipeline.headstart"):
             run_eval(opts)
+        monkeypatch.undo()
         results[head_start] = _rows(opts.run_dir)
         said = [r.getMessage() for r in caplog.records if r.name == "prism_fast.pipeline.headstart"]
         if head_start:
@@ -227,10 +289,12 @@ def test_rows_are_the_same_with_and_without_the_head_start(tmp_path, caplog, tex
     assert {v[0] for k, v in formats[False].items() if k[0] == "exec"} == {"on"}
     assert {k: v for k, v in formats[True].items() if k[0] == "audit"} == \
         {k: v for k, v in formats[False].items() if k[0] == "audit"}
-    labels = [v for k, v in formats[True].items() if k[0] == "exec"]
-    assert all(v[0] == "on" or v == ("not_ready", 0) for v in labels), labels
-    # the format takes ≈ 3 s to build, the lane's manim server ≈ 1.5 s: the lane says when it started without it
-    assert early == any(v[0] == "not_ready" for v in labels), (early, labels)
+    labels = sorted(v[0] for k, v in formats[True].items() if k[0] == "exec")
+    assert early and labels == ["not_ready", "on", "on"], labels
+    # the one early render compiled without the format; the same sample with it compiled from the format if it used
+    # MathTex at all
+    (sid,) = [k for k, v in formats[True].items() if v[0] == "not_ready"]
+    assert formats[True][sid] == ("not_ready", 0) and formats[False][sid][0] == "on"
 
 
 def test_the_driver_builds_the_latex_format_once_per_cache(tmp_path):
