@@ -53,7 +53,7 @@ class HeadStart:
     """One worker in a thread of this process, taking items from the back of ``queue`` until stopped or empty.
 
     ``make_worker()`` builds the worker (in the thread); ``render_cfg`` (a Future) is the render configuration the
-    worker must use, known only once the driver's LaTeX format is built (pipeline/run.py, ≈ 3 s on a runs_root's
+    worker must use (``worker.use_render_cfg``), known only once the driver's LaTeX format is built (pipeline/run.py, ≈ 3 s on a runs_root's
     first run). A worker with ``render_early()`` does not wait for it: until the Future is done it renders without
     the format (``RenderConfig.tex_format_deferred``: TeX compiles in full, the same SVG bytes and videos; its rows
     say ``tex_format=not_ready``), and takes the configuration before its first item after that. Any other worker
@@ -86,10 +86,7 @@ class HeadStart:
                 log.info("the Exec stage's head start renders without the LaTeX format until the driver has built it "
                          "(rows: tex_format=not_ready)")
             elif pending is not None:
-                if callable(getattr(worker, "use_render_cfg", None)):
-                    worker.use_render_cfg(pending.result())
-                else:
-                    worker.render_cfg = pending.result()
+                worker.use_render_cfg(pending.result())
                 pending = None
             while not self._stop.is_set():
                 if pending is not None and pending.done():  # the driver's format is ready: the actors' settings
