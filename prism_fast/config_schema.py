@@ -83,6 +83,7 @@ class ExecuteSchema:
     workers: Optional[int] = None
     prefork: bool = MISSING
     play_hashing: bool = MISSING
+    fast_paths: bool = True  # exact fast paths of manim helpers in the render child (execute/fastpaths.py)
     sandbox: str = MISSING
     limits: ExecuteLimitsSchema = field(default_factory=ExecuteLimitsSchema)
     network_isolation: bool = MISSING
@@ -129,6 +130,7 @@ class ExecuteSchema:
             tex_cache_dir=tex_cache_dir,
             tex_format=bool(self.tex_cache.format),
             play_hashing=self.play_hashing,
+            fast_paths=bool(self.fast_paths),
         )
         if self.manim_bin:
             kwargs["manim_bin"] = self.manim_bin

@@ -91,6 +91,14 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         except OSError:
             share = False
         fastcopy.install(meta, share_svg_paths=share)  # Mobject copies without deepcopy's dispatch
+    fast = False
+    if cfg.fast_paths and not cfg.full_fidelity:
+        from prism_fast.execute import fastpaths
+
+        # exact vectorised subpath splits and boundary anchors (execute/fastpaths.py), where the parent asked
+        # (its tripwire file in the environment, removed here)
+        fast = fastpaths.install_from_env()
+    meta["fast_paths"] = "on" if fast else "off"
     meta["mode"] = "full" if cfg.full_fidelity else "fast"
     tmp_root = os.environ.get("PRISM_AUDIT_TMP_ROOT") or str(Path(tempfile.gettempdir()) / "prism_auditor")
     os.makedirs(tmp_root, exist_ok=True)

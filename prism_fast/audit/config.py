@@ -73,6 +73,7 @@ class AuditConfig:
     timeout_sec: float = 900.0
     full_fidelity: bool = False         # True: the authors' 1080p60 PNG rendering mode (D-5 spot checks)
     prefork: bool = False               # True: fork each child from a zygote with manim imported (§13.3)
+    fast_paths: bool = True             # exact fast paths of manim helpers in the child (execute/fastpaths.py)
     save_images: bool = False           # AUDIT_SAVE_IMAGES; the pipeline runs with --no-images
     pictures: bool = False              # -ql frame + finding boxes per segment (prism-fast inspect); report unchanged
     pictures_root: str = ""             # batch: failing samples' pictures in <root>/<id>/ ("" = <audit dir>/pictures)

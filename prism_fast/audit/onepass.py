@@ -93,7 +93,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
         # the observers may have changed the render itself: rendered again without them (success or failure)
         plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row)
         plain.update(onepass="fallback", onepass_reasons=["render_changed", *doc["reasons"]],
-                     manim_executions=1 + (plain.get("manim_executions") or 1))
+                     manim_executions=_executions(row) + _executions(plain))
         return plain
     if not row["success"]:
         kept = _failed_render(row, doc)
@@ -104,19 +104,20 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
         # render's; the audit runs separately
         plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row)
         plain.update(onepass="fallback", onepass_reasons=["render_failed", *_failure_reasons(doc, watch)],
-                     manim_executions=1 + (plain.get("manim_executions") or 1))
+                     manim_executions=_executions(row) + _executions(plain))
         return plain
+    ran = row.get("manim_executions") or 1  # 2 where render_one re-rendered (fast paths left after an exception)
     if doc is None:   # nothing left, or a file without a valid seal (a script's forgery): never trusted
         reason = "no_side_file" if watch.rejected in (None, "missing") else f"side_file_{watch.rejected}"
-        row.update(onepass="separate", onepass_reasons=[reason], manim_executions=1)
+        row.update(onepass="separate", onepass_reasons=[reason], manim_executions=ran)
     elif doc.get("reasons"):
-        row.update(onepass="separate", onepass_reasons=list(doc["reasons"]), manim_executions=1)
+        row.update(onepass="separate", onepass_reasons=list(doc["reasons"]), manim_executions=ran)
     elif not isinstance(doc.get("report"), dict):
-        row.update(onepass="separate", onepass_reasons=["no_report"], manim_executions=1)
+        row.update(onepass="separate", onepass_reasons=["no_report"], manim_executions=ran)
     elif _unhooked_too_long(row, doc):
-        row.update(onepass="separate", onepass_reasons=["unhooked_long_render"], manim_executions=1)
+        row.update(onepass="separate", onepass_reasons=["unhooked_long_render"], manim_executions=ran)
     else:
-        row.update(onepass="shared", onepass_reasons=[], manim_executions=1,
+        row.update(onepass="shared", onepass_reasons=[], manim_executions=ran,
                    _onepass_audit={"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0),
                                    "engine": doc.get("engine")})
     return row
@@ -129,8 +130,12 @@ def _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path
     one (red team: a render the observers changed kept its video). The plain row replaces the cache entry."""
     (Path(out_dir) / "videos" / f"{sample_id}.mp4").unlink(missing_ok=True)
     key = observed.get("cache_key") if cfg.cache_dir else None
-    plain = render_one(sample_id, script_text, out_dir, replace(cfg, cache_dir=None) if key else cfg, profile,
-                       file_path, runner)
+    fell_back = observed.get("fast_paths") == "fallback"  # an exception went through a fast path: not again
+    plain = render_one(sample_id, script_text, out_dir,
+                       replace(cfg, cache_dir=None if key else cfg.cache_dir, fast_paths=cfg.fast_paths and not fell_back),
+                       profile, file_path, runner)
+    if fell_back:
+        plain["fast_paths"] = "fallback"
     if key:
         cache = RenderCache(cfg.cache_dir)
         if not cache.put(key, plain):  # not cacheable (a failure): the observed entry must not stay either
@@ -185,14 +190,19 @@ def _failed_render(row: dict, doc: dict | None) -> dict | None:
         reasons.append("unhooked_long_render")
     if reasons or not isinstance(doc.get("report"), dict):
         return {"onepass": "separate", "onepass_reasons": ["render_failed", *(reasons or ["no_report"])],
-                "manim_executions": 1}
+                "manim_executions": row.get("manim_executions") or 1}
     shared = {"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0), "engine": doc.get("engine")}
     if failure is not None:
         where = failure.get("where")
         scenes = doc.get("audited_scenes") or []
         shared["scene_errors"] = [{"scene": scenes[0] if where == "render" and scenes else None, "where": where,
                                    "error": str(failure.get("error", ""))}]
-    return {"onepass": "shared", "onepass_reasons": [], "manim_executions": 1, "_onepass_audit": shared}
+    return {"onepass": "shared", "onepass_reasons": [], "manim_executions": row.get("manim_executions") or 1,
+            "_onepass_audit": shared}
+
+
+def _executions(row: dict) -> int:
+    return row.get("manim_executions") or 1
 
 
 def _failure_reasons(doc: dict | None, watch: Observer) -> list[str]:

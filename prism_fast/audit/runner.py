@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from prism_fast.audit import tamper
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.rows import build_row, results_document
 from prism_fast.fsutil import atomic_write_text
-from prism_fast.execute import sandbox
+from prism_fast.execute import fastpaths, sandbox
 from prism_fast.execute.texcache import VIEW_INSIDE
 from prism_fast.profile import REFERENCE, Profile
 
@@ -163,6 +164,9 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
             env["PRISM_AUDIT_PICTURES_DIR"] = str(scratch / "pictures_raw")
         tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format, tex_format_deferred)
         env.update(tex_env)
+        fast = cfg.fast_paths and not cfg.full_fidelity
+        if fast:
+            env[fastpaths.ENV] = str(scratch / fastpaths.MARKER_NAME)
         rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view)
         _copy_out(scratch, audit_dir, cfg)
         fmt_compiles = 0
@@ -170,6 +174,14 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
             from prism_fast.execute.texcache import LOG_NAME, format_compiles
 
             fmt_compiles = format_compiles(scratch / LOG_NAME)
+        retry = fast and fastpaths.tripped(scratch)
+    if retry:  # an exception passed through a fast path (execute/fastpaths.py): audited again without them
+        _log.warning("audit %s: an exception passed through a fast path; audited again without them "
+                     "(row: fast_paths=fallback)", sample_id)
+        row = audit_file(script_path, work_dir, replace(cfg, fast_paths=False), profile, sample_id,
+                         draw_failing_pictures, tex_cache_dir, tex_format, tex_format_deferred)
+        row["fast_paths"] = "fallback"
+        return row
     if rc is not None:
         (audit_dir / "audit.log").write_text(out + "\n" + "=" * 20 + " STDERR " + "=" * 20 + "\n" + err,
                                              encoding="utf-8")
@@ -191,7 +203,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
                sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
-               tex_format_compiles=fmt_compiles)
+               tex_format_compiles=fmt_compiles, fast_paths=meta.get("fast_paths", "off"))
     if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's
         row.update(status="error", error_kind="sandbox_error", error_detail=res.launch_error)
     elif rc is not None:

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from prism_fast.execute import sandbox, texcache, textboxes
+from prism_fast.execute import fastpaths, sandbox, texcache, textboxes
 from prism_fast.execute.cache import RenderCache, render_cache_key
 from prism_fast.execute.fingerprint import fingerprint_hash, interpreter_of
 from prism_fast.execute.observers import Observer, child_env, collect_results
@@ -103,6 +103,10 @@ class RenderConfig:
     # again with hashing, since manim logs "Caching disabled." to stdout. Not reproduced: a script whose
     # hashing itself raises or pushes it past the timeout. True = the authors' exact command.
     play_hashing: bool = False
+    # Exact fast paths for three of manim's hottest Python helpers (fastpaths.py: Cairo path building, subpath
+    # splits, boundary anchors), installed in the prefork child before the script runs: the same videos, error
+    # text and reports (tests/execute/test_fastpaths.py). Rows: ``fast_paths`` (on/off).
+    fast_paths: bool = True
     # Sandbox level (sandbox.py/jail.py): "auto" = namespaces as root, bubblewrap without root, refused where
     # neither works; "unsafe" = run without the view (explicit opt-in; rows record `sandbox: unsafe`).
     sandbox: str = "auto"
@@ -120,6 +124,7 @@ def render_settings(cfg: RenderConfig) -> dict:
         "output_head_bytes": cfg.output_head_bytes, "output_tail_bytes": cfg.output_tail_bytes,
         "isolate_network": cfg.isolate_network, "disable_version_check": cfg.disable_version_check,
         "play_hashing": cfg.play_hashing, "sandbox": cfg.sandbox, "scratch_mb": cfg.scratch_mb,
+        "fast_paths": cfg.fast_paths,
     }
 
 
@@ -182,7 +187,7 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
         "backend": None, "cache_hit": False, "cache_key": None, "profile": profile.name,
         "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0, "tex_format": "off",
         "tex_format_compiles": 0,
-        "play_hashing": play_hashing,
+        "play_hashing": play_hashing, "fast_paths": "off",
         "env_fingerprint": fingerprint_hash(manim_bin),
     }
 
@@ -269,6 +274,17 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         row = render_one(sample_id, script_text, out_dir, replace(cfg, play_hashing=True, cache_dir=None), profile,
                          file_path, runner)
         row["manim_executions"] = 2
+    if row.pop("_rerender_plain_paths", False):
+        log.warning("render %s: an exception passed through a fast path (execute/fastpaths.py); rendered again "
+                    "without them (row: fast_paths=fallback)", sample_id)
+        # the first run's video must not stand for the second's (Q-FUNNEL-2 trusts an existing video)
+        dest.unlink(missing_ok=True)
+        textboxes.sidecar_path(dest).unlink(missing_ok=True)
+        again = render_one(sample_id, script_text, out_dir, replace(cfg, fast_paths=False, cache_dir=None), profile,
+                           file_path, runner, observers)
+        again.update(fast_paths="fallback", manim_executions=(row.get("manim_executions") or 1)
+                     + (again.get("manim_executions") or 1))
+        row = again
     if cache is not None and (not observers or row["success"]):  # a failed observed run is not cached
         if cache.put(key, row) and row["success"]:
             try:
@@ -319,12 +335,14 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     tb_plan = textboxes.plan(work, script_text) if _wants_text_boxes(cfg, row["backend"]) else None
     # render-time observers (observers.py): asked for only where trusted code runs in the child, like text boxes
     observed = observers if _child_installs(cfg, row["backend"]) else ()
+    fast = bool(cfg.fast_paths) and _child_installs(cfg, row["backend"])
+    row["fast_paths"] = "on" if fast else "off"
     spec = sandbox.SandboxSpec(
         argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag, cfg.play_hashing),
         cwd=str(work),
         env=sandbox.scrub_env(os.environ, home=str(work), extra={
             **(env_extra or {}), **child_env(observed, work, scene),
-            **(tb_plan.env if tb_plan is not None else {})}),
+            **(tb_plan.env if tb_plan is not None else {}), **({fastpaths.ENV: str(work / fastpaths.MARKER_NAME)} if fast else {})}),
         timeout_s=cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None,
         limits=limits,
         output_head_bytes=cfg.output_head_bytes,
@@ -337,6 +355,10 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         level=cfg.sandbox,
     )
     res = runner(spec)
+    if fast and fastpaths.tripped(work):
+        # an exception passed through a fast path: its traceback holds a frame of ours where manim's own would be;
+        # render_one renders the sample again without them, so the row (error text included) is manim's own
+        row["_rerender_plain_paths"] = True
     collect_results(observed, work)  # only those asked for: no file the script alone could have written
     stderr_text = res.stderr.text()
     stdout_text = res.stdout.text()

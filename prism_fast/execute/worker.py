@@ -45,10 +45,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # started as a script (the server): make the package importable, then hide it
     _ROOT = str(Path(__file__).resolve().parents[2])
     sys.path.insert(0, _ROOT)
-    from prism_fast.execute import observers, sandbox, texcache, textboxes  # noqa: E402
+    from prism_fast.execute import fastpaths, observers, sandbox, texcache, textboxes  # noqa: E402
     sys.path.remove(_ROOT)
 else:
-    from prism_fast.execute import observers, sandbox, texcache, textboxes
+    from prism_fast.execute import fastpaths, observers, sandbox, texcache, textboxes
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,7 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
         os.close(devnull)
         os.environ.clear()
         os.environ.update(job["env"])
+        fastpaths.install_from_env()  # exact fast paths of manim helpers, when the parent asked (fastpaths.py)
         texcache.install_from_env()  # shared TeX SVG cache, when the parent asked for it (texcache.py)
         observers.install_from_env()  # render-time observers, when the parent asked (observers.py)
         textboxes.install_from_env()  # text boxes of every written frame, when the parent asked (textboxes.py)

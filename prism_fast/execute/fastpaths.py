@@ -1,0 +1,281 @@
+"""Exact fast paths for three of manim 0.19.0's hottest pure-Python helpers (issue #19 item 6).
+
+A ``-ql`` render spends a fifth of its main thread in the Python around Cairo's path calls, and an audit of an
+``always_redraw`` scene a tenth in point comparisons made one pair at a time. Three methods are replaced by
+versions that do the same arithmetic on whole arrays and hand Cairo the same doubles:
+
+* ``Camera.set_cairo_context_path``: the subpath split (``consider_points_equals_2d`` between consecutive
+  curves' end and start anchors) as one vectorised comparison written with the same operations in the same
+  order (``abs(a - b) > atol + rtol * abs(b)`` per coordinate), and the ``move_to``/``curve_to`` calls fed from
+  one ``tolist()`` of the points (a ``numpy.float64`` and the ``float`` it converts to are the same double;
+  pycairo reads both with ``PyFloat_AsDouble``). Closing a subpath still calls ``consider_points_equals_2d``.
+* ``VMobject.get_subpaths_from_points``: ``np.allclose`` of each pair of anchors becomes one ``np.isclose`` over
+  all pairs (``allclose`` is ``all(isclose(...))``, an element-wise ufunc expression).
+* ``VMobject.get_points_defining_boundary``: the anchors of the family interleaved by slicing instead of a
+  Python ``zip``/``chain`` of rows (the same values copied into the same float64 array).
+
+Each replacement takes its fast path only where the original's behaviour is fully known: the object's class and
+instance resolve every method and attribute the original would call to manim's own (a script's subclass or
+instance override, or a patched ``VMobject``, goes through the original unchanged), the points are a 2-D float64
+``ndarray`` and a cubic curve has four points. Everything else calls the saved original. Byte identity of videos,
+error text and audit reports with and without these paths: tests/execute/test_fastpaths.py (direct comparisons
+on adversarial point sets, and full renders/audits both ways).
+
+Installed by trusted code only, in the process that later runs the script (the prefork render server, the audit
+zygote), before any script code runs, where the parent asks for them (``execute.fast_paths``, default on; rows:
+``fast_paths``).
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV = "PRISM_FAST_PATHS"  # the parent's request: the path of the tripwire file (below)
+MARKER_NAME = ".prism_fast_paths_tripped"
+
+_ORIG: dict[str, object] = {}
+_INSTALLED = False
+_MARKER: str | None = None
+
+
+def _tripped() -> None:
+    """An exception passed through a replaced method. Its traceback now holds a frame of this module where the
+    original has manim's own (and a script may print it), so the parent must run this sample again without the
+    fast paths: create the tripwire file (once). A script can create or delete that file itself; either way it
+    changes only its own row (the parent renders again the same way, or keeps a traceback with this frame)."""
+    global _MARKER
+    marker, _MARKER = _MARKER, None
+    if marker:
+        try:
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
+        except OSError:
+            pass
+
+
+def _originals():
+    from manim.camera.camera import Camera
+    from manim.mobject.types.vectorized_mobject import VMobject
+
+    return Camera, VMobject
+
+
+def install(marker: str | None = None) -> bool:
+    """Replace the three methods (idempotent); ``marker``: the tripwire file to create when an exception passes
+    through one of them (:func:`tripped`). Returns whether they are installed."""
+    global _INSTALLED, _MARKER
+    if marker:
+        _MARKER = marker
+    if _INSTALLED:
+        return True
+    import numpy as np
+
+    Camera, VMobject = _originals()
+    orig_path = Camera.__dict__["set_cairo_context_path"]
+    orig_subpaths = VMobject.__dict__["get_subpaths_from_points"]
+    orig_boundary = VMobject.__dict__["get_points_defining_boundary"]
+    # what the originals resolve on a VMobject (by name), each must still be manim's own at the call
+    vm_funcs = {name: getattr(VMobject, name) for name in (
+        "gen_subpaths_from_points_2d", "_gen_subpaths_from_points", "consider_points_equals_2d",
+        "gen_cubic_bezier_tuples_from_points", "consider_points_equals", "get_subpaths_from_points",
+        "get_anchors", "get_start_anchors", "get_end_anchors", "get_family", "get_points_defining_boundary")}
+    path_names = ("gen_subpaths_from_points_2d", "_gen_subpaths_from_points", "consider_points_equals_2d",
+                  "gen_cubic_bezier_tuples_from_points")
+    subpath_names = ("_gen_subpaths_from_points", "consider_points_equals")
+    anchor_names = ("get_anchors", "get_start_anchors", "get_end_anchors")
+    plain_attrs = ("points", "tolerance_for_point_equality", "n_points_per_cubic_curve")
+    float64 = np.dtype(np.float64)
+    ndarray = np.ndarray
+
+    def own(obj, names) -> bool:
+        """``obj``'s class resolves every name to manim's VMobject function, and its instance overrides none
+        (and none of the plain attributes is a class-level descriptor, e.g. a script's property)."""
+        cls = type(obj)
+        for name in names:
+            if getattr(cls, name, None) is not vm_funcs[name]:
+                return False
+        d = getattr(obj, "__dict__", None)
+        if d is None:
+            return False
+        for name in names:
+            if name in d:
+                return False
+        for klass in cls.__mro__:
+            kd = klass.__dict__
+            for name in plain_attrs:
+                if name in kd and hasattr(type(kd[name]), "__get__"):
+                    return False
+        return True
+
+    def float_points(points) -> bool:
+        return type(points) is ndarray and points.dtype == float64 and points.ndim == 2 and points.shape[1] >= 2
+
+    def quiet(values) -> bool:
+        """No comparison the original makes on these values can raise a floating-point flag numpy reports
+        (overflow, underflow, invalid): all finite, each 0 or of a magnitude in [1e-290, 1e150]. Elsewhere the
+        original runs, with its own warnings or errors (``np.seterr``) at its own place."""
+        if values.size == 0:
+            return True
+        mag = np.abs(values)
+        return bool(mag.max() < 1e150) and not bool(((mag < 1e-290) & (mag != 0)).any())
+
+    def quiet_tolerance(tol) -> bool:
+        return type(tol) is float and (tol == 0 or 1e-290 <= abs(tol) < 1e150)
+
+    def fast_path(self, ctx, vmobject):
+        if not (own(vmobject, path_names) and vmobject.n_points_per_cubic_curve == 4
+                and quiet_tolerance(vmobject.tolerance_for_point_equality)):
+            return orig_path(self, ctx, vmobject)
+        points = self.transform_points_pre_display(vmobject, vmobject.points)
+        if len(points) == 0:
+            return None
+        if not (float_points(points) and quiet(points[:, :2])):
+            return _generic_path(ctx, vmobject, points, self)
+        n = points.shape[0]
+        atol = vmobject.tolerance_for_point_equality
+        rtol = 1.0e-5
+        splits = [0]
+        if n > 4:
+            a = points[3:n - 1:4]  # points[k - 1] for k in range(4, n, 4)
+            b = points[4:n:4]  # points[k]
+            x_far = np.abs(a[:, 0] - b[:, 0]) > atol + rtol * np.abs(b[:, 0])
+            y_near = np.abs(a[:, 1] - b[:, 1]) <= atol + rtol * np.abs(b[:, 1])
+            breaks = np.flatnonzero(x_far | ~y_near)
+            splits.extend((breaks * 4 + 4).tolist())
+        splits.append(n)
+        xy = points[:, :2].tolist()
+        ctx.new_path()
+        move_to, curve_to, new_sub_path, close_path = ctx.move_to, ctx.curve_to, ctx.new_sub_path, ctx.close_path
+        equals_2d = vmobject.consider_points_equals_2d
+        for i1, i2 in zip(splits, splits[1:]):
+            if i2 - i1 < 4:
+                continue
+            new_sub_path()
+            x0, y0 = xy[i1]
+            move_to(x0, y0)
+            for i in range(i1, i2 - (i2 - i1) % 4, 4):
+                (x1, y1), (x2, y2), (x3, y3) = xy[i + 1], xy[i + 2], xy[i + 3]
+                curve_to(x1, y1, x2, y2, x3, y3)
+            if equals_2d(points[i1], points[i2 - 1]):
+                close_path()
+        return self
+
+    def fast_subpaths(self, points):
+        if not (own(self, subpath_names) and self.n_points_per_cubic_curve == 4 and float_points(points)
+                and quiet_tolerance(self.tolerance_for_point_equality) and quiet(points)):
+            return orig_subpaths(self, points)
+        n = points.shape[0]
+        splits = [0]
+        if n > 4:
+            same = np.isclose(points[3:n - 1:4], points[4:n:4], atol=self.tolerance_for_point_equality).all(axis=1)
+            splits.extend((np.flatnonzero(~same) * 4 + 4).tolist())
+        splits.append(n)
+        return [points[i1:i2] for i1, i2 in zip(splits, splits[1:]) if i2 - i1 >= 4]
+
+    def fast_boundary(self):
+        if not own(self, ("get_family",)):
+            return orig_boundary(self)
+        family = self.get_family()
+        parts = []
+        width = None
+        for sm in family:
+            if not own(sm, anchor_names):
+                return orig_boundary(self)
+            pts = sm.points
+            if not float_points(pts) or (width is not None and pts.shape[1] != width):
+                return orig_boundary(self)
+            width = pts.shape[1]
+            if pts.shape[0] == 1:
+                parts.append(pts)
+                continue
+            nppcc = sm.n_points_per_cubic_curve
+            if type(nppcc) is not int or nppcc < 1:
+                return orig_boundary(self)
+            starts, ends = pts[::nppcc], pts[nppcc - 1::nppcc]
+            k = min(len(starts), len(ends))
+            if k:
+                both = np.empty((2 * k, width), dtype=float64)
+                both[0::2] = starts[:k]
+                both[1::2] = ends[:k]
+                parts.append(both)
+        if not parts:
+            return np.array(())
+        return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+
+    # an exception through any of them trips the wire (the caller runs the sample again without fast paths)
+    def set_cairo_context_path(self, ctx, vmobject):
+        try:
+            return fast_path(self, ctx, vmobject)
+        except BaseException:
+            _tripped()
+            raise
+
+    def get_subpaths_from_points(self, points):
+        try:
+            return fast_subpaths(self, points)
+        except BaseException:
+            _tripped()
+            raise
+
+    def get_points_defining_boundary(self):
+        try:
+            return fast_boundary(self)
+        except BaseException:
+            _tripped()
+            raise
+
+    _ORIG.update(set_cairo_context_path=orig_path, get_subpaths_from_points=orig_subpaths,
+                 get_points_defining_boundary=orig_boundary)
+    set_cairo_context_path.__wrapped__ = orig_path
+    get_subpaths_from_points.__wrapped__ = orig_subpaths
+    get_points_defining_boundary.__wrapped__ = orig_boundary
+    for fn, orig in ((set_cairo_context_path, orig_path), (get_subpaths_from_points, orig_subpaths),
+                     (get_points_defining_boundary, orig_boundary)):
+        fn.__name__, fn.__qualname__, fn.__doc__, fn.__module__ = (orig.__name__, orig.__qualname__, orig.__doc__,
+                                                                   orig.__module__)
+    Camera.set_cairo_context_path = set_cairo_context_path
+    VMobject.get_subpaths_from_points = get_subpaths_from_points
+    VMobject.get_points_defining_boundary = get_points_defining_boundary
+    _INSTALLED = True
+    return True
+
+
+def _generic_path(ctx, vmobject, points, camera):
+    """The original's steps on points that are not a float64 array (the methods are manim's own here)."""
+    ctx.new_path()
+    for subpath in vmobject.gen_subpaths_from_points_2d(points):
+        quads = vmobject.gen_cubic_bezier_tuples_from_points(subpath)
+        ctx.new_sub_path()
+        start = subpath[0]
+        ctx.move_to(*start[:2])
+        for _p0, p1, p2, p3 in quads:
+            ctx.curve_to(*p1[:2], *p2[:2], *p3[:2])
+        if vmobject.consider_points_equals_2d(subpath[0], subpath[-1]):
+            ctx.close_path()
+    return camera
+
+
+def uninstall() -> None:
+    """Put manim's originals back (tests)."""
+    global _INSTALLED
+    if not _INSTALLED:
+        return
+    Camera, VMobject = _originals()
+    Camera.set_cairo_context_path = _ORIG["set_cairo_context_path"]
+    VMobject.get_subpaths_from_points = _ORIG["get_subpaths_from_points"]
+    VMobject.get_points_defining_boundary = _ORIG["get_points_defining_boundary"]
+    _INSTALLED = False
+
+
+def install_from_env() -> bool:
+    """In the forked child that will run a script: install when the parent asked (``PRISM_FAST_PATHS`` = the
+    tripwire file's path; the variable is removed here, so the script never sees it). Returns whether the fast
+    paths are installed."""
+    marker = os.environ.pop(ENV, None)
+    if not marker:
+        return _INSTALLED
+    return install(marker)
+
+
+def tripped(work_dir) -> bool:
+    """Parent side: whether the child in ``work_dir`` reported an exception through a fast path."""
+    return os.path.lexists(os.path.join(os.fspath(work_dir), MARKER_NAME))
