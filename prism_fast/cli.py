@@ -74,7 +74,8 @@ COMMAND_HELP = {
         "Repeated, one-at-a-time renders of the selected tasks: mean/median/p95 wall and CPU time per sample and "
         "per model; writes <run_dir>/profile_render.json.",
         ["profile_render.repeats=3  profile_render.warmup=1  profile_render.pin_cpu=N",
-         "profile_render.tex_cache=false  profile_render.play_hashing=true", "dataset.*  lang=...  model=..."],
+         "profile_render.tex_cache=false  profile_render.play_hashing=true  profile_render.fast_paths=false",
+         "dataset.*  lang=...  model=..."],
         ["prism-fast profile-render lang=en dataset.limit=3 profile_render.repeats=5"]),
     "report": (
         "prism-fast report [KEY=VALUE ...]",

@@ -168,14 +168,17 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         if fast:
             env[fastpaths.ENV] = str(scratch / fastpaths.MARKER_NAME)
         rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view)
-        _copy_out(scratch, audit_dir, cfg)
+        # an exception passed through a fast path (execute/fastpaths.py): nothing of this run is kept (not even
+        # its report, which a later failure would leave as the stale one), the sample is audited again without them
+        retry = fast and fastpaths.tripped(scratch)
+        if not retry:
+            _copy_out(scratch, audit_dir, cfg)
         fmt_compiles = 0
         if tex_env:
             from prism_fast.execute.texcache import LOG_NAME, format_compiles
 
             fmt_compiles = format_compiles(scratch / LOG_NAME)
-        retry = fast and fastpaths.tripped(scratch)
-    if retry:  # an exception passed through a fast path (execute/fastpaths.py): audited again without them
+    if retry:
         _log.warning("audit %s: an exception passed through a fast path; audited again without them "
                      "(row: fast_paths=fallback)", sample_id)
         row = audit_file(script_path, work_dir, replace(cfg, fast_paths=False), profile, sample_id,

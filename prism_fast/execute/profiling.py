@@ -47,6 +47,8 @@ class ProfileSettings:
     tex_cache: bool = False
     # Manim's per-play hashing, as in the authors' command (execute.play_hashing is the pipeline's setting).
     play_hashing: bool = True
+    # execute/fastpaths.py in the render child (prefork worker only, i.e. with tex_cache); off = manim's own helpers
+    fast_paths: bool = False
 
 
 def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, settings: ProfileSettings,
@@ -54,8 +56,8 @@ def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, se
     """Profile ``(model, sample_id, script)`` items; returns per-sample and per-model statistics."""
     if settings.repeats < 1:
         raise ValueError("repeats must be >= 1")
-    cfg = replace(cfg, cache_dir=None, play_hashing=settings.play_hashing,  # every repeat must render
-                  tex_cache_dir=cfg.tex_cache_dir if settings.tex_cache else None)
+    cfg = replace(cfg, cache_dir=None, play_hashing=settings.play_hashing, fast_paths=settings.fast_paths,
+                  tex_cache_dir=cfg.tex_cache_dir if settings.tex_cache else None)  # every repeat must render
     if settings.tex_cache and not cfg.tex_cache_dir:
         raise ValueError("profile_render.tex_cache=true needs execute.tex_cache.enabled=true")
     worker = None
@@ -97,6 +99,7 @@ def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, se
                        "render_cache": "off", "tex_cache": "warm" if settings.tex_cache else "off",
                        "backend": "prefork" if settings.tex_cache else "cli", "concurrency": 1,
                        "play_hashing": settings.play_hashing,
+                       "fast_paths": settings.fast_paths and settings.tex_cache,
                        "profile": profile.name},
             "samples": samples, "models": models}
 

@@ -105,7 +105,8 @@ class RenderConfig:
     play_hashing: bool = False
     # Exact fast paths for three of manim's hottest Python helpers (fastpaths.py: Cairo path building, subpath
     # splits, boundary anchors), installed in the prefork child before the script runs: the same videos, error
-    # text and reports (tests/execute/test_fastpaths.py). Rows: ``fast_paths`` (on/off).
+    # text and reports (tests/execute/test_fastpaths.py); after an exception through them the sample is rendered
+    # again without them. Rows: ``fast_paths`` (on/off/fallback).
     fast_paths: bool = True
     # Sandbox level (sandbox.py/jail.py): "auto" = namespaces as root, bubblewrap without root, refused where
     # neither works; "unsafe" = run without the view (explicit opt-in; rows record `sandbox: unsafe`).
@@ -342,7 +343,8 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         cwd=str(work),
         env=sandbox.scrub_env(os.environ, home=str(work), extra={
             **(env_extra or {}), **child_env(observed, work, scene),
-            **(tb_plan.env if tb_plan is not None else {}), **({fastpaths.ENV: str(work / fastpaths.MARKER_NAME)} if fast else {})}),
+            **(tb_plan.env if tb_plan is not None else {}),
+            **({fastpaths.ENV: str(work / fastpaths.MARKER_NAME)} if fast else {})}),
         timeout_s=cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None,
         limits=limits,
         output_head_bytes=cfg.output_head_bytes,

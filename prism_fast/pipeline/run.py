@@ -278,7 +278,8 @@ def profile_render_from_config(cfg) -> dict:
     settings = ProfileSettings(repeats=int(pr.repeats), warmup=int(pr.warmup),
                                pin_cpu=None if pr.pin_cpu is None else int(pr.pin_cpu),
                                tex_cache=bool(pr.get("tex_cache", False)),
-                               play_hashing=bool(pr.get("play_hashing", True)))
+                               play_hashing=bool(pr.get("play_hashing", True)),
+                               fast_paths=bool(pr.get("fast_paths", False)))
     tasks = select_run_tasks(opts, opts.run_dir)
     inputs = [i for i in load_inputs(opts.model_kind, tasks, opts.profile, opts.predictions) if i.script is not None]
     from prism_fast.pipeline.lifecycle import record_invocation
