@@ -67,7 +67,13 @@ def install(marker: str | None = None) -> bool:
         _MARKER = marker
     if _INSTALLED:
         return True
+    import builtins
+    import itertools
+
+    import cairo
     import numpy as np
+    from manim.camera.three_d_camera import ThreeDCamera
+    from manim.mobject.types import vectorized_mobject as vm_module
 
     Camera, VMobject = _originals()
     orig_path = Camera.__dict__["set_cairo_context_path"]
@@ -76,20 +82,44 @@ def install(marker: str | None = None) -> bool:
     # what the originals resolve on a VMobject (by name), each must still be manim's own at the call
     vm_funcs = {name: getattr(VMobject, name) for name in (
         "gen_subpaths_from_points_2d", "_gen_subpaths_from_points", "consider_points_equals_2d",
-        "gen_cubic_bezier_tuples_from_points", "consider_points_equals", "get_subpaths_from_points",
-        "get_anchors", "get_start_anchors", "get_end_anchors", "get_family", "get_points_defining_boundary")}
+        "gen_cubic_bezier_tuples_from_points", "consider_points_equals", "get_anchors", "get_start_anchors",
+        "get_end_anchors", "get_family")}
     path_names = ("gen_subpaths_from_points_2d", "_gen_subpaths_from_points", "consider_points_equals_2d",
                   "gen_cubic_bezier_tuples_from_points")
     subpath_names = ("_gen_subpaths_from_points", "consider_points_equals")
     anchor_names = ("get_anchors", "get_start_anchors", "get_end_anchors")
     plain_attrs = ("points", "tolerance_for_point_equality", "n_points_per_cubic_curve")
+    # the cameras' own point hooks (a subclass's hook runs first in the original: then the original runs)
+    own_transforms = (Camera.__dict__["transform_points_pre_display"],
+                      ThreeDCamera.__dict__["transform_points_pre_display"])
+    cairo_context = cairo.Context
+    # what the originals look up at run time and a script could rebind: builtins, vectorized_mobject's `np`/`it`
+    # and numpy's allclose/array; the fast paths run only while they are the objects seen here
+    builtin_names = ("abs", "len", "range", "tuple", "list", "filter", "zip")
+    builtin_objs = tuple(getattr(builtins, n) for n in builtin_names)
+    np_allclose, np_array, it_chain = np.allclose, np.array, itertools.chain
+    # our own operations, held here: a script's rebinding of numpy's names cannot reach them
+    n_abs, n_le, n_isfinite, n_empty, n_concatenate = np.abs, np.less_equal, np.isfinite, np.empty, np.concatenate
     float64 = np.dtype(np.float64)
     ndarray = np.ndarray
+    obj_getattribute = object.__getattribute__
+
+    def world_unchanged() -> bool:
+        if vm_module.np is not np or vm_module.it is not itertools or np.allclose is not np_allclose \
+                or np.array is not np_array or itertools.chain is not it_chain:
+            return False
+        for name, obj in zip(builtin_names, builtin_objs):
+            if getattr(builtins, name, None) is not obj:
+                return False
+        return True
 
     def own(obj, names) -> bool:
         """``obj``'s class resolves every name to manim's VMobject function, and its instance overrides none
-        (and none of the plain attributes is a class-level descriptor, e.g. a script's property)."""
+        (and none of the plain attributes is a class-level descriptor, e.g. a script's property, nor does the
+        class intercept attribute reads)."""
         cls = type(obj)
+        if cls.__getattribute__ is not obj_getattribute:
+            return False
         for name in names:
             if getattr(cls, name, None) is not vm_funcs[name]:
                 return False
@@ -115,143 +145,133 @@ def install(marker: str | None = None) -> bool:
         original runs, with its own warnings or errors (``np.seterr``) at its own place."""
         if values.size == 0:
             return True
-        mag = np.abs(values)
+        mag = n_abs(values)
         return bool(mag.max() < 1e150) and not bool(((mag < 1e-290) & (mag != 0)).any())
 
     def quiet_tolerance(tol) -> bool:
         return type(tol) is float and (tol == 0 or 1e-290 <= abs(tol) < 1e150)
 
-    def fast_path(self, ctx, vmobject):
-        if not (own(vmobject, path_names) and vmobject.n_points_per_cubic_curve == 4
-                and quiet_tolerance(vmobject.tolerance_for_point_equality)):
-            return orig_path(self, ctx, vmobject)
-        points = self.transform_points_pre_display(vmobject, vmobject.points)
-        if len(points) == 0:
-            return None
-        if not (float_points(points) and quiet(points[:, :2])):
-            return _generic_path(ctx, vmobject, points, self)
-        n = points.shape[0]
-        atol = vmobject.tolerance_for_point_equality
-        rtol = 1.0e-5
-        splits = [0]
-        if n > 4:
-            a = points[3:n - 1:4]  # points[k - 1] for k in range(4, n, 4)
-            b = points[4:n:4]  # points[k]
-            x_far = np.abs(a[:, 0] - b[:, 0]) > atol + rtol * np.abs(b[:, 0])
-            y_near = np.abs(a[:, 1] - b[:, 1]) <= atol + rtol * np.abs(b[:, 1])
-            breaks = np.flatnonzero(x_far | ~y_near)
-            splits.extend((breaks * 4 + 4).tolist())
-        splits.append(n)
-        xy = points[:, :2].tolist()
-        ctx.new_path()
-        move_to, curve_to, new_sub_path, close_path = ctx.move_to, ctx.curve_to, ctx.new_sub_path, ctx.close_path
-        equals_2d = vmobject.consider_points_equals_2d
-        for i1, i2 in zip(splits, splits[1:]):
-            if i2 - i1 < 4:
-                continue
-            new_sub_path()
-            x0, y0 = xy[i1]
-            move_to(x0, y0)
-            for i in range(i1, i2 - (i2 - i1) % 4, 4):
-                (x1, y1), (x2, y2), (x3, y3) = xy[i + 1], xy[i + 2], xy[i + 3]
-                curve_to(x1, y1, x2, y2, x3, y3)
-            if equals_2d(points[i1], points[i2 - 1]):
-                close_path()
-        return self
+    def four(nppcc) -> bool:
+        return type(nppcc) is int and nppcc == 4
 
-    def fast_subpaths(self, points):
-        if not (own(self, subpath_names) and self.n_points_per_cubic_curve == 4 and float_points(points)
-                and quiet_tolerance(self.tolerance_for_point_equality) and quiet(points)):
-            return orig_subpaths(self, points)
-        n = points.shape[0]
-        splits = [0]
-        if n > 4:
-            same = np.isclose(points[3:n - 1:4], points[4:n:4], atol=self.tolerance_for_point_equality).all(axis=1)
-            splits.extend((np.flatnonzero(~same) * 4 + 4).tolist())
-        splits.append(n)
-        return [points[i1:i2] for i1, i2 in zip(splits, splits[1:]) if i2 - i1 >= 4]
-
-    def fast_boundary(self):
-        if not own(self, ("get_family",)):
-            return orig_boundary(self)
-        family = self.get_family()
-        parts = []
-        width = None
-        for sm in family:
-            if not own(sm, anchor_names):
-                return orig_boundary(self)
-            pts = sm.points
-            if not float_points(pts) or (width is not None and pts.shape[1] != width):
-                return orig_boundary(self)
-            width = pts.shape[1]
-            if pts.shape[0] == 1:
-                parts.append(pts)
-                continue
-            nppcc = sm.n_points_per_cubic_curve
-            if type(nppcc) is not int or nppcc < 1:
-                return orig_boundary(self)
-            starts, ends = pts[::nppcc], pts[nppcc - 1::nppcc]
-            k = min(len(starts), len(ends))
-            if k:
-                both = np.empty((2 * k, width), dtype=float64)
-                both[0::2] = starts[:k]
-                both[1::2] = ends[:k]
-                parts.append(both)
-        if not parts:
-            return np.array(())
-        return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-
-    # an exception through any of them trips the wire (the caller runs the sample again without fast paths)
+    # Each replacement is one frame (the try below is how an exception through it trips the wire).
     def set_cairo_context_path(self, ctx, vmobject):
         try:
-            return fast_path(self, ctx, vmobject)
+            if not (type(self).transform_points_pre_display in own_transforms and type(ctx) is cairo_context):
+                return orig_path(self, ctx, vmobject)
+            points = self.transform_points_pre_display(vmobject, vmobject.points)
+            if len(points) == 0:
+                return None
+            if not (world_unchanged() and own(vmobject, path_names) and four(vmobject.n_points_per_cubic_curve)
+                    and quiet_tolerance(vmobject.tolerance_for_point_equality) and float_points(points)
+                    and quiet(points[:, :2])):
+                # the original's steps after its point hook, on the object's own methods (one frame, as the original)
+                ctx.new_path()
+                for subpath in vmobject.gen_subpaths_from_points_2d(points):
+                    quads = vmobject.gen_cubic_bezier_tuples_from_points(subpath)
+                    ctx.new_sub_path()
+                    start = subpath[0]
+                    ctx.move_to(*start[:2])
+                    for _p0, p1, p2, p3 in quads:
+                        ctx.curve_to(*p1[:2], *p2[:2], *p3[:2])
+                    if vmobject.consider_points_equals_2d(subpath[0], subpath[-1]):
+                        ctx.close_path()
+                return self
+            n = points.shape[0]
+            atol = vmobject.tolerance_for_point_equality
+            rtol = 1.0e-5
+            splits = [0]
+            if n > 4:
+                a = points[3:n - 1:4]  # points[k - 1] for k in range(4, n, 4)
+                b = points[4:n:4]  # points[k]
+                x_far = n_abs(a[:, 0] - b[:, 0]) > atol + rtol * n_abs(b[:, 0])
+                y_near = n_abs(a[:, 1] - b[:, 1]) <= atol + rtol * n_abs(b[:, 1])
+                breaks = (x_far | ~y_near).nonzero()[0]
+                splits.extend((breaks * 4 + 4).tolist())
+            splits.append(n)
+            xy = points[:, :2].tolist()
+            ctx.new_path()
+            equals_2d = vmobject.consider_points_equals_2d
+            for i1, i2 in zip(splits, splits[1:]):
+                if i2 - i1 < 4:
+                    continue
+                ctx.new_sub_path()
+                x0, y0 = xy[i1]
+                ctx.move_to(x0, y0)
+                for i in range(i1, i2 - (i2 - i1) % 4, 4):
+                    (x1, y1), (x2, y2), (x3, y3) = xy[i + 1], xy[i + 2], xy[i + 3]
+                    ctx.curve_to(x1, y1, x2, y2, x3, y3)
+                if equals_2d(points[i1], points[i2 - 1]):
+                    ctx.close_path()
+            return self
         except BaseException:
             _tripped()
             raise
 
     def get_subpaths_from_points(self, points):
         try:
-            return fast_subpaths(self, points)
+            if not (world_unchanged() and own(self, subpath_names) and four(self.n_points_per_cubic_curve)
+                    and float_points(points) and quiet_tolerance(self.tolerance_for_point_equality)
+                    and quiet(points)):
+                return orig_subpaths(self, points)
+            n = points.shape[0]
+            splits = [0]
+            if n > 4:
+                # np.allclose(p, q, atol=tol) per pair = all(isclose): numpy's isclose expression for float64 arrays
+                # and float tolerances (no flag can be raised here: quiet), element-wise
+                x, y = points[3:n - 1:4], points[4:n:4]
+                same = (n_le(n_abs(x - y), self.tolerance_for_point_equality + 1.0e-5 * n_abs(y)) & n_isfinite(y)
+                        | (x == y)).all(axis=1)
+                splits.extend(((~same).nonzero()[0] * 4 + 4).tolist())
+            splits.append(n)
+            return [points[i1:i2] for i1, i2 in zip(splits, splits[1:]) if i2 - i1 >= 4]
         except BaseException:
             _tripped()
             raise
 
     def get_points_defining_boundary(self):
         try:
-            return fast_boundary(self)
+            if not (world_unchanged() and own(self, ("get_family",))):
+                return orig_boundary(self)
+            family = self.get_family()
+            parts = []
+            width = None
+            for sm in family:
+                pts = sm.points if own(sm, anchor_names) else None
+                if pts is None or not float_points(pts) or (width is not None and pts.shape[1] != width) \
+                        or not (pts.shape[0] == 1 or four(sm.n_points_per_cubic_curve)):
+                    # the original's expression on the family already taken (get_family is called once)
+                    return vm_module.np.array(tuple(vm_module.it.chain(*(m.get_anchors() for m in family))))
+                width = pts.shape[1]
+                if pts.shape[0] == 1:
+                    parts.append(pts)
+                    continue
+                starts, ends = pts[::4], pts[3::4]
+                k = min(len(starts), len(ends))
+                if k:
+                    both = n_empty((2 * k, width), dtype=float64)
+                    both[0::2] = starts[:k]
+                    both[1::2] = ends[:k]
+                    parts.append(both)
+            if not parts:
+                return np_array(())
+            return n_concatenate(parts) if len(parts) > 1 else parts[0].copy()
         except BaseException:
             _tripped()
             raise
 
     _ORIG.update(set_cairo_context_path=orig_path, get_subpaths_from_points=orig_subpaths,
                  get_points_defining_boundary=orig_boundary)
-    set_cairo_context_path.__wrapped__ = orig_path
-    get_subpaths_from_points.__wrapped__ = orig_subpaths
-    get_points_defining_boundary.__wrapped__ = orig_boundary
     for fn, orig in ((set_cairo_context_path, orig_path), (get_subpaths_from_points, orig_subpaths),
                      (get_points_defining_boundary, orig_boundary)):
         fn.__name__, fn.__qualname__, fn.__doc__, fn.__module__ = (orig.__name__, orig.__qualname__, orig.__doc__,
                                                                    orig.__module__)
+        fn.__annotations__ = dict(orig.__annotations__)
     Camera.set_cairo_context_path = set_cairo_context_path
     VMobject.get_subpaths_from_points = get_subpaths_from_points
     VMobject.get_points_defining_boundary = get_points_defining_boundary
     _INSTALLED = True
     return True
-
-
-def _generic_path(ctx, vmobject, points, camera):
-    """The original's steps on points that are not a float64 array (the methods are manim's own here)."""
-    ctx.new_path()
-    for subpath in vmobject.gen_subpaths_from_points_2d(points):
-        quads = vmobject.gen_cubic_bezier_tuples_from_points(subpath)
-        ctx.new_sub_path()
-        start = subpath[0]
-        ctx.move_to(*start[:2])
-        for _p0, p1, p2, p3 in quads:
-            ctx.curve_to(*p1[:2], *p2[:2], *p3[:2])
-        if vmobject.consider_points_equals_2d(subpath[0], subpath[-1]):
-            ctx.close_path()
-    return camera
 
 
 def uninstall() -> None:

@@ -271,11 +271,10 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
                          row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, observers)
         if use_tex_cache:
             _harvest_tex(work, cfg, row, Path(out_dir))
-    if row.pop("_rerender_hashed", False):  # a failure whose error text is stdout: see _render_in
-        row = render_one(sample_id, script_text, out_dir, replace(cfg, play_hashing=True, cache_dir=None), profile,
-                         file_path, runner)
-        row["manim_executions"] = 2
     if row.pop("_rerender_plain_paths", False):
+        # an exception passed through a fast path (first: the run again also settles a stdout-only failure's
+        # hashing below, in its own render_one)
+        row.pop("_rerender_hashed", None)
         log.warning("render %s: an exception passed through a fast path (execute/fastpaths.py); rendered again "
                     "without them (row: fast_paths=fallback)", sample_id)
         # the first run's video must not stand for the second's (Q-FUNNEL-2 trusts an existing video)
@@ -283,9 +282,12 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         textboxes.sidecar_path(dest).unlink(missing_ok=True)
         again = render_one(sample_id, script_text, out_dir, replace(cfg, fast_paths=False, cache_dir=None), profile,
                            file_path, runner, observers)
-        again.update(fast_paths="fallback", manim_executions=(row.get("manim_executions") or 1)
-                     + (again.get("manim_executions") or 1))
+        again.update(fast_paths="fallback", manim_executions=1 + (again.get("manim_executions") or 1))
         row = again
+    elif row.pop("_rerender_hashed", False):  # a failure whose error text is stdout: see _render_in
+        row = render_one(sample_id, script_text, out_dir, replace(cfg, play_hashing=True, cache_dir=None), profile,
+                         file_path, runner)
+        row["manim_executions"] = 1 + (row.get("manim_executions") or 1)
     if cache is not None and (not observers or row["success"]):  # a failed observed run is not cached
         if cache.put(key, row) and row["success"]:
             try:

@@ -190,6 +190,74 @@ def test_mixed_families_and_scripts_overrides_take_the_original(fast):
         VMobject.consider_points_equals_2d = saved
 
 
+def test_what_a_script_can_rebind_takes_the_original(fast):
+    """Review findings: a float curve size, numpy's and the builtins' names rebound, a camera hook of a subclass,
+    a context that is not Cairo's, a family member that is not plain -- each behaves as manim's original."""
+    import builtins
+
+    from manim import Circle, Square, VGroup, VMobject
+    from manim.camera.camera import Camera
+
+    camera = Camera()
+    sq = Square()
+    sq.n_points_per_cubic_curve = 4.0  # the original's range() refuses it
+    assert _path_of(Camera.set_cairo_context_path, camera, sq) == _path_of(fast["set_cairo_context_path"], camera, sq)
+    assert _path_of(Camera.set_cairo_context_path, camera, sq)[0] == "raised"
+    assert _outcome(VMobject.get_subpaths_from_points, sq, sq.points)[:2] == \
+        _outcome(fast["get_subpaths_from_points"], sq, sq.points)[:2]
+
+    two = VMobject()
+    two.points = np.concatenate([Square().points, Square().points + 0.5])
+    saved_allclose, saved_abs = np.allclose, builtins.abs
+    try:
+        np.allclose = lambda *a, **k: True
+        assert [len(p) for p in two.get_subpaths()] == [len(p) for p in fast["get_subpaths_from_points"](two, two.points)]
+        np.allclose = saved_allclose
+        builtins.abs = lambda x: 0 * x
+        assert _path_of(Camera.set_cairo_context_path, camera, two) == \
+            _path_of(fast["set_cairo_context_path"], camera, two)
+    finally:
+        np.allclose, builtins.abs = saved_allclose, saved_abs
+
+    class Hooked(Camera):  # a point hook that changes the curve size: the original fails to unpack
+        def transform_points_pre_display(self, mobject, points):
+            mobject.n_points_per_cubic_curve = 3
+            return points
+
+    assert _path_of(Camera.set_cairo_context_path, Hooked(), Circle()) == \
+        _path_of(fast["set_cairo_context_path"], Hooked(), Circle())
+
+    class Recorder:  # not a cairo.Context: every call, and the type of every argument
+        def __init__(self):
+            self.log = []
+
+        def __getattr__(self, name):
+            self.log.append(name)
+            return lambda *args: self.log.append((name, tuple(type(a).__name__ for a in args)))
+
+    logs = []
+    for fn in (fast["set_cairo_context_path"], Camera.set_cairo_context_path):
+        rec = Recorder()
+        fn(camera, rec, Circle())
+        logs.append(rec.log)
+    assert logs[0] == logs[1] and len(logs[0]) > 10
+
+    calls = []
+
+    class Counted(VGroup):  # get_family is called once by the original, even where a member is not plain
+        def get_family(self, recurse=True):
+            calls.append(1)
+            return super().get_family(recurse)
+
+    flat = Circle()
+    flat.points = flat.points.astype(np.float32)
+    group = Counted(Square(), flat)
+    want = fast["get_points_defining_boundary"](group)
+    n_orig = len(calls)
+    got = group.get_points_defining_boundary()
+    assert _same_arrays(got, want) and len(calls) == 2 * n_orig == 2
+
+
 def test_floating_point_errors_stay_the_originals(fast):
     """With ``np.seterr(all="raise")`` the original raises at its own place; the fast path must not raise
     earlier, later or elsewhere (it leaves such values to the original)."""

@@ -273,7 +273,8 @@ PARITY_SCENES = {
                 self.undefined_method()
     """).lstrip(),
 }
-VOLATILE = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "backend", "video_path"}
+# backend-specific by design: where trusted code runs in the child (the prefork backend), the fast paths do (rows say so)
+VOLATILE = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "backend", "video_path", "fast_paths"}
 
 
 def _normalised(row: dict) -> dict:
@@ -298,6 +299,7 @@ def test_prefork_worker_gives_identical_rows_and_videos(tmp_path):
             cli = render_one(sid, src, tmp_path / "cli", cfg)
             pre = render_one(sid, src, tmp_path / "pre", cfg, runner=worker.run)
             assert (cli["backend"], pre["backend"]) == ("cli", "prefork")
+            assert (cli["fast_paths"], pre["fast_paths"]) == ("off", "on")
             assert _normalised(pre) == _normalised(cli), sid
             if cli["success"]:
                 assert Path(pre["video_path"]).read_bytes() == Path(cli["video_path"]).read_bytes(), sid
