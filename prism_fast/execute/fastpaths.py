@@ -9,15 +9,16 @@ versions that do the same arithmetic on whole arrays and hand Cairo the same dou
   order (``abs(a - b) > atol + rtol * abs(b)`` per coordinate), and the ``move_to``/``curve_to`` calls fed from
   one ``tolist()`` of the points (a ``numpy.float64`` and the ``float`` it converts to are the same double;
   pycairo reads both with ``PyFloat_AsDouble``). Closing a subpath still calls ``consider_points_equals_2d``.
-* ``VMobject.get_subpaths_from_points``: ``np.allclose`` of each pair of anchors becomes one ``np.isclose`` over
-  all pairs (``allclose`` is ``all(isclose(...))``, an element-wise ufunc expression).
+* ``VMobject.get_subpaths_from_points``: ``np.allclose`` of each pair of anchors becomes numpy's own ``isclose``
+  expression evaluated once over all pairs (``allclose`` is ``all(isclose(...))``, element-wise ufuncs).
 * ``VMobject.get_points_defining_boundary``: the anchors of the family interleaved by slicing instead of a
   Python ``zip``/``chain`` of rows (the same values copied into the same float64 array).
 
 Each replacement takes its fast path only where the original's behaviour is fully known: the object's class and
 instance resolve every method and attribute the original would call to manim's own (a script's subclass or
-instance override, or a patched ``VMobject``, goes through the original unchanged), the points are a 2-D float64
-``ndarray`` and a cubic curve has four points. Everything else calls the saved original. Byte identity of videos,
+instance override, or a patched ``VMobject``, goes through the original unchanged), the names the originals look up
+at run time are unchanged, the points are a 2-D float64 ``ndarray`` and a cubic curve has four points (docs/design.md
+"Exact fast paths" lists every condition). Everything else runs the original's steps. Byte identity of videos,
 error text and audit reports with and without these paths: tests/execute/test_fastpaths.py (direct comparisons
 on adversarial point sets, and full renders/audits both ways).
 
