@@ -120,6 +120,20 @@ class RenderWorker:
             self._td_pre(sample_id, row)
         return row
 
+    def td_pre_video(self, sample_id: str, row: dict) -> bool:
+        """The TD stage's decode (:meth:`_td_pre`) of a video this worker did not render: the head start's, which
+        renders in the driver and leaves the decode to a Ray worker (the driver never decodes a script's output).
+        The Exec stage hands those over at its end, while the actors are still up, so the TD stage starts no actor
+        of its own for them. True when decoded (or tried: a failure only means the TD stage decodes it)."""
+        if self.td_pre is None or not isinstance(row, dict):
+            return False
+        try:
+            self._td_pre(sample_id, row)
+        except BaseException as exc:  # noqa: BLE001 - the TD stage decodes it instead; never the actor's end
+            log.warning("TD of %s (head start) not computed (%s)", sample_id, type(exc).__name__)
+            return False
+        return True
+
     def _td_pre(self, sample_id: str, row: dict) -> None:
         """TD_raw of the video just rendered, left for the TD stage (metrics/td_store.py); whatever goes wrong
         here only means the stage decodes the video itself, so it never touches the render's row."""

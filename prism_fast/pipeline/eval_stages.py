@@ -4,10 +4,13 @@ row recipes, in funnel order. The logic lives in the stage packages (``execute/s
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 from prism_fast.pipeline.options import EvalOptions, model_output_dir
 from prism_fast.pipeline.stages import Job, Stage, StageRun
+
+log = logging.getLogger(__name__)
 
 
 def _cpus() -> int:
@@ -223,6 +226,8 @@ def _td_rows(run: StageRun, jobs: list[Job]):
             rows.append({**td_finish_row(row), "id": job.id, "lang": lang})
         except Exception:  # noqa: BLE001 - the actor computes it and makes its row (or its error row)
             rest.append(job)
+    if rest:
+        log.info("TD: %d row(s) without decoding here, %d video(s) left to the stage's actors", len(rows), len(rest))
     return rows, rest
 
 
@@ -256,7 +261,8 @@ def _text_expand_row(run: StageRun, job: Job) -> dict:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("exec", lambda o: True, _script_jobs, _exec_rows, _exec_actor, lost=_exec_lost, finish=_exec_finish),
+    Stage("exec", lambda o: True, _script_jobs, _exec_rows, _exec_actor, lost=_exec_lost, finish=_exec_finish,
+          head_follow_up="td_pre_video"),  # (the head start's videos decoded for TD by the render actors)
     Stage("audit", lambda o: o.audit, _script_jobs, _audit_rows, _audit_actor, lost=_audit_lost, finish=_audit_finish),
     Stage("padvc", lambda o: o.padvc.enabled, lambda run: (Job(i.language, i.id, ()) for i in run.inputs),
           _padvc_rows, _padvc_actor, lost=_padvc_lost, finish=_padvc_finish),

@@ -64,6 +64,7 @@ class HeadStart:
         self.queue, self.method = queue, method
         self._make_worker, self._render_cfg = make_worker, render_cfg
         self._results: list[tuple[tuple, Any]] = []
+        self.rendered: list[tuple[tuple, Any]] = []  # every (item, result) of the lane, kept after take_results
         self._returned: list[tuple] = []  # items the lane took and could not run: the actors run them
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -103,6 +104,7 @@ class HeadStart:
                     raise
                 with self._lock:
                     self._results.append((item, result))
+                    self.rendered.append((item, result))
                     self.done_items += 1
         except BaseException as exc:  # noqa: BLE001 - the actors take every job left; never the run's end
             log.warning("the Exec stage's head start stopped after %d render(s) (%s: %s); the render actors "

@@ -63,6 +63,9 @@ class Stage:
     lost: Callable[[Job, BaseException], dict] | None = None
     finish: Callable[[dict], dict] | None = None
     label: str | None = None  # progress bar label (default: name)
+    # an actor method ``(id, row)`` called, once the stage's jobs are done, for each row the head start made
+    # (pipeline/headstart.py), while the actors are still up: the Exec stage's TD decode of those videos
+    head_follow_up: str | None = None
 
 
 def stage_jobs(stage: Stage, run: StageRun) -> tuple[list[dict], list[Job]]:
@@ -95,7 +98,8 @@ def run_stage(stage: Stage, run: StageRun, prepared: tuple[list[dict], list[Job]
         return
     make_actor, method, n = stage.actor(run)
     run_actor_stage(stage.name, run.store, opts.model_name, opts.profile.name, jobs, make_actor, method, n,
-                    run.progress, immediate, stage.lost, transform=stage.finish, tag=tag, head=head)
+                    run.progress, immediate, stage.lost, transform=stage.finish, tag=tag, head=head,
+                    head_follow_up=stage.head_follow_up)
 
 
 class RowSink:
@@ -157,12 +161,16 @@ def run_actor_stage(
     transform: Callable[[dict], dict] | None = None,
     tag: Callable[[str, str], dict] | None = None,
     head=None,
+    head_follow_up: str | None = None,
+    follow_up_timeout_s: float = 120.0,
 ) -> int:
     """Run ``jobs`` (already filtered to pending ones) on ``n_actors`` actors; returns rows written.
 
     ``tag(lang, id)``: fields every row of the sample gets (its settings fingerprint, pipeline/settings.py).
     ``head``: a :class:`~prism_fast.pipeline.headstart.HeadStart` rendering the back of ``jobs`` (its queue
-    holds the items not taken yet) on one of the ``n_actors`` slots.
+    holds the items not taken yet) on one of the ``n_actors`` slots. ``head_follow_up``: an actor method called
+    with ``(id, row)`` for each successful row of the head start once every job is done (its answers are not rows;
+    what is not done within ``follow_up_timeout_s`` is dropped).
     Whatever an actor returns, no row stops the stage: a result that is not a row, or whose ``transform``
     raises, becomes the sample's error row (``error_kind=stage_exception``), and the store turns a row that fails
     validation into the sample's error row (``invalid_row``)."""
@@ -223,6 +231,8 @@ def run_actor_stage(
             stream_map(actors, method, items, on_result, on_error, make_actor=make_actor, side=head,
                        side_holds_slot=holds)
             finished = True
+            if head is not None and head_follow_up is not None:
+                follow_up(actors, head_follow_up, head.rendered, follow_up_timeout_s)
         finally:
             if head is not None:
                 head.stop()
@@ -232,6 +242,26 @@ def run_actor_stage(
     sink.flush()
     bar.close()
     return len(jobs) + len(immediate)
+
+
+def follow_up(actors: list, method: str, rendered: Iterable[tuple[tuple, Any]], timeout_s: float) -> int:
+    """Call ``actor.<method>(id, row)`` for every successful ``(item, row)`` of ``rendered``, spread over
+    ``actors``, and wait up to ``timeout_s`` for the answers (ignored: a follow-up never changes a row). Returns
+    the number of calls made."""
+    import ray
+
+    todo = [(item[0], row) for item, row in rendered if isinstance(row, dict) and row.get("success")]
+    refs = []
+    for k, (sample_id, row) in enumerate(todo):
+        if not actors:
+            break
+        try:
+            refs.append(getattr(actors[k % len(actors)], method).remote(sample_id, row))
+        except Exception:  # noqa: BLE001 - a dead actor: the stage that needs it does the work itself
+            pass
+    if refs:
+        ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    return len(refs)
 
 
 def close_actors(actors: Iterable[Any], timeout_s: float = 30.0) -> None:

@@ -152,3 +152,12 @@ def test_the_driver_never_decodes_a_video_the_head_start_rendered(tmp_path, monk
 
     td_rows = ResultsStore(opts.run_dir).read("td").to_pylist()
     assert len(td_rows) == 2 and all(r.get("status") == "ok" for r in td_rows), td_rows
+    # ... and the render actor decoded the head start's videos at the Exec stage's end (RenderWorker.td_pre_video),
+    # so the TD stage started no actor: every rendered video has its stored TD_raw
+    from prism_fast.metrics import td_store
+    from prism_fast.pipeline.options import model_output_dir
+
+    exec_rows = ResultsStore(opts.run_dir).read("exec").to_pylist()
+    assert [r["id"] for r in exec_rows if r["success"]], exec_rows
+    for r in exec_rows:
+        assert td_store.entry_path(model_output_dir(opts), r["id"]).is_file() == bool(r["success"]), r["id"]
