@@ -43,15 +43,19 @@ _REFLECTION = ("name:getattr", "name:setattr", "name:delattr", "name:hasattr", "
                "attr:_os", "attr:sys", "attr:_sys", "attr:builtins", "attr:ctypeslib")
 
 
-def may_share_svg_paths(script_text: str) -> bool:
+def may_share_svg_paths(script_text: str, reasons: list[str] | None = None) -> bool:
     """Whether copies may share ``path_obj`` for this script: its text never names ``path_obj`` and has no
     construct through which it could reach that attribute by a computed name (``vars(glyph)["path" + "_obj"]``,
-    ``getattr``, an evaluator; the one-pass static rule's reflection reasons)."""
+    ``getattr``, an evaluator; the one-pass rule's reflection reasons). ``reasons``: the script's
+    ``static_reasons`` where the caller has them already (a list with more reasons only says no more often)."""
     if "path_obj" in script_text:
         return False
-    from prism_fast.audit.onepass_rule import static_reasons
+    if reasons is None:
+        from prism_fast.audit.onepass_rule import static_reasons
 
-    return not any(r.startswith(_REFLECTION) for r in static_reasons(script_text))
+        reasons = static_reasons(script_text)
+    return not any(r.startswith(_REFLECTION) for r in reasons)
+
 
 _nil: list = []
 # exactly the types copy.deepcopy returns as they are (its own dispatch table decides)

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from prism_fast.audit.fastcopy import may_share_svg_paths
 from prism_fast.audit.onepass_rule import static_reasons
 from prism_fast.audit.onepass_rules import UNHOOKED_ONLY
 from prism_fast.audit.onepass_store import (cache_shared_audit, load_shared_audit, store_separate_audit,
@@ -72,14 +73,17 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     ``onepass`` / ``onepass_reasons`` / ``manim_executions`` and, when shared, ``_onepass_audit`` (the caller pops
     it: ``{"report", "audit_sec", "engine"}``)."""
     reasons = plan_reasons(script_text, audit_cfg, profile, backend_name(runner))
+    # copies of glyphs share their parsed SVG path where the script cannot reach it (execute/fastpaths.py)
+    share = may_share_svg_paths(script_text, reasons)
     unhooked_only = [r for r in reasons if r.startswith(UNHOOKED_ONLY)]
     if len(unhooked_only) < len(reasons):
-        row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner)
+        row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner, share_svg_paths=share)
         row.update(onepass="off" if "one_pass:off" in reasons else "ineligible", onepass_reasons=reasons)
         row["manim_executions"] = row.get("manim_executions") or int(executed(row))
         return row
     watch = observer(audit_cfg)
-    row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observers=(watch,))
+    row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observers=(watch,),
+                     share_svg_paths=share)
     doc = watch.result
     if unhooked_only and doc is not None and not doc.get("unhooked"):
         # a camera access only an unhooked scene may have (onepass_rules): a hooked scene was audited here, so
@@ -91,7 +95,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     changed = [r for r in (doc or {}).get("reasons") or [] if r.startswith(RENDER_CHANGING)]
     if changed:
         # the observers may have changed the render itself: rendered again without them (success or failure)
-        plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row)
+        plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row, share)
         plain.update(onepass="fallback", onepass_reasons=["render_changed", *doc["reasons"]],
                      manim_executions=_executions(row) + _executions(plain))
         return plain
@@ -102,7 +106,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
             return row
         # otherwise render again without the observers, so the row (error text included) is exactly the plain
         # render's; the audit runs separately
-        plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row)
+        plain = _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, row, share)
         plain.update(onepass="fallback", onepass_reasons=["render_failed", *_failure_reasons(doc, watch)],
                      manim_executions=_executions(row) + _executions(plain))
         return plain
@@ -123,7 +127,8 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     return row
 
 
-def _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observed: dict) -> dict:
+def _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observed: dict,
+                        share_svg_paths: bool = False) -> dict:
     """The plain render after an observed one that cannot stand for it. The observed run's video and cache entry
     must not: under the reference profile an existing ``videos/<id>.mp4`` is trusted as a success without rendering
     (Q-FUNNEL-2), and ``render_one`` caches a successful observed row -- either way the "plain" row was the observed
@@ -133,7 +138,7 @@ def _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path
     fell_back = observed.get("fast_paths") == "fallback"  # an exception went through a fast path: not again
     plain = render_one(sample_id, script_text, out_dir,
                        replace(cfg, cache_dir=None if key else cfg.cache_dir, fast_paths=cfg.fast_paths and not fell_back),
-                       profile, file_path, runner)
+                       profile, file_path, runner, share_svg_paths=share_svg_paths)
     if fell_back:
         plain["fast_paths"] = "fallback"
     if key:

@@ -33,6 +33,7 @@ import os
 
 ENV = "PRISM_FAST_PATHS"  # the parent's request: the path of the tripwire file (below)
 MARKER_NAME = ".prism_fast_paths_tripped"
+SHARE_ENV = "PRISM_FAST_COPY"  # "1": copies share glyph paths (install_copier), where the parent decided it is exact
 
 _ORIG: dict[str, object] = {}
 _INSTALLED = False
@@ -287,14 +288,125 @@ def uninstall() -> None:
     _INSTALLED = False
 
 
+# -- Mobject copies that share a glyph's parsed SVG path ------------------------------------------------------------
+_COPIER_INSTALLED = False
+HEADROOM = 200  # frames: far more than the standard library's deepcopy of an svgelements Path nests
+
+
+def install_copier(marker: str | None = None) -> bool:
+    """Replace ``Mobject.__deepcopy__`` with manim 0.19.0's own steps, except that a glyph (exactly
+    ``VMobjectFromSVGPath`` or one of manim's own subclasses, e.g. ``Brace``) shares its ``path_obj`` -- the parsed ``svgelements.Path`` it was built from, thousands
+    of objects that ``copy.deepcopy`` walks one by one on every Tex/Text copy -- with its copy instead of copying
+    it. manim reads ``path_obj`` only while building that glyph and never changes it, so sharing is exact where the
+    script cannot reach it: the parent asks for this only when the script's text names no ``path_obj`` and has no
+    reflection (audit/fastcopy.py ``may_share_svg_paths``, the one-pass rule's reasons). Everything else is the
+    original's steps, in one frame as the original (the same names looked up at run time: the module's ``copy``,
+    ``setattr``/``id``/``str``; where a script rebound one of those, the original itself runs). Two things the
+    standard copy would do that a shared path does not, and which make the sample run again without fast paths
+    (the tripwire, as for the other fast paths): an exception passing through this frame (its traceback names
+    this module), and a copy made within ``HEADROOM`` frames of the recursion limit (where copying the path could
+    have raised ``RecursionError``). Installed only with :func:`install`'s tripwire (``marker``)."""
+    global _COPIER_INSTALLED, _MARKER
+    if marker:
+        _MARKER = marker
+    if _COPIER_INSTALLED:
+        return True
+    import builtins
+    import sys
+
+    import manim
+    from manim.mobject.mobject import Mobject
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    if manim.__version__ != "0.19.0":
+        return False
+    orig = Mobject.__dict__["__deepcopy__"]
+    g = orig.__globals__  # manim.mobject.mobject's namespace: where the original finds `copy`
+    # manim's glyph classes (VMobjectFromSVGPath and manim's own subclasses: Brace, ...), seen before any script
+    # runs, each with the attribute hooks it has now
+    glyph_classes, todo = {}, [VMobjectFromSVGPath]
+    while todo:
+        klass = todo.pop()
+        if klass.__module__.startswith("manim."):
+            glyph_classes[klass] = (klass.__setattr__, klass.__getattribute__)
+            todo.extend(klass.__subclasses__())
+    names = ("setattr", "id", "str")
+    objs = tuple(getattr(builtins, n) for n in names)
+    getframe, getlimit = sys._getframe, sys.getrecursionlimit
+
+    def names_unchanged() -> bool:
+        for name, obj in zip(names, objs):
+            if name in g or getattr(builtins, name, None) is not obj:
+                return False
+        return True
+
+    def near_limit() -> bool:
+        limit = getlimit()
+        if limit <= HEADROOM:
+            return True
+        try:
+            getframe(limit - HEADROOM)
+        except ValueError:
+            return False
+        return True
+
+    def __deepcopy__(self, clone_from_id):
+        try:
+            if not names_unchanged():
+                return orig(self, clone_from_id)
+            cls = self.__class__
+            result = cls.__new__(cls)
+            clone_from_id[id(self)] = result
+            hooks = glyph_classes.get(type(self))
+            if hooks is not None and hooks[0] is type(self).__setattr__ and hooks[1] is type(self).__getattribute__:
+                for k, v in self.__dict__.items():
+                    if k == "path_obj":
+                        if near_limit():  # the standard copy of the path could have hit the recursion limit
+                            _tripped()
+                        setattr(result, k, v)
+                    else:
+                        setattr(result, k, g["copy"].deepcopy(v, clone_from_id))
+            else:
+                for k, v in self.__dict__.items():
+                    setattr(result, k, g["copy"].deepcopy(v, clone_from_id))
+            result.original_id = str(id(self))
+            return result
+        except BaseException:
+            _tripped()
+            raise
+
+    __deepcopy__.__name__, __deepcopy__.__qualname__, __deepcopy__.__doc__, __deepcopy__.__module__ = (
+        orig.__name__, orig.__qualname__, orig.__doc__, orig.__module__)
+    __deepcopy__.__annotations__ = dict(orig.__annotations__)
+    _ORIG["__deepcopy__"] = orig
+    Mobject.__deepcopy__ = __deepcopy__
+    _COPIER_INSTALLED = True
+    return True
+
+
+def uninstall_copier() -> None:
+    """Put manim's ``Mobject.__deepcopy__`` back (tests)."""
+    global _COPIER_INSTALLED
+    if not _COPIER_INSTALLED:
+        return
+    from manim.mobject.mobject import Mobject
+
+    Mobject.__deepcopy__ = _ORIG.pop("__deepcopy__")
+    _COPIER_INSTALLED = False
+
+
 def install_from_env() -> bool:
     """In the forked child that will run a script: install when the parent asked (``PRISM_FAST_PATHS`` = the
-    tripwire file's path; the variable is removed here, so the script never sees it). Returns whether the fast
-    paths are installed."""
+    tripwire file's path; ``PRISM_FAST_COPY=1``: the glyph-path sharing copier too, :func:`install_copier`; both
+    variables are removed here, so the script never sees them). Returns whether the fast paths are installed."""
     marker = os.environ.pop(ENV, None)
+    share = os.environ.pop(SHARE_ENV, None) == "1"
     if not marker:
         return _INSTALLED
-    return install(marker)
+    ok = install(marker)
+    if ok and share:
+        install_copier(marker)
+    return ok
 
 
 def tripped(work_dir) -> bool:

@@ -212,8 +212,12 @@ def backend_name(runner: Runner | None) -> str:
 
 def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg: RenderConfig = RenderConfig(),
                profile: Profile = REFERENCE, file_path: str | None = None, runner: Runner | None = None,
-               observers: Sequence[Observer] = ()) -> dict:
+               observers: Sequence[Observer] = (), share_svg_paths: bool = False) -> dict:
     """Render one script and return its row. Never raises for anything the script does.
+
+    ``share_svg_paths``: with the fast paths on, copies of glyphs share their parsed SVG path
+    (``fastpaths.install_copier``); only for a script whose text cannot reach that path -- the caller's decision
+    (audit/fastcopy.py ``may_share_svg_paths``). Same video, rows and error text either way.
 
     ``observers`` (``observers.py``; prefork backend only, the caller's choice): trusted observers installed in
     the render child; after the render each one's ``result`` holds what its child half left (``None`` when the
@@ -268,7 +272,8 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         if cfg.tex_cache_dir and not use_tex_cache:
             row["tex_cache"] = "unsupported_backend"
         row = _render_in(work, tmp_root, sample_id, script_text, choice.name, dest, cfg, profile, manim_bin,
-                         row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, observers)
+                         row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, observers,
+                         share_svg_paths)
         if use_tex_cache:
             _harvest_tex(work, cfg, row, Path(out_dir))
     if row.pop("_rerender_plain_paths", False):
@@ -286,7 +291,7 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         row = again
     elif row.pop("_rerender_hashed", False):  # a failure whose error text is stdout: see _render_in
         row = render_one(sample_id, script_text, out_dir, replace(cfg, play_hashing=True, cache_dir=None), profile,
-                         file_path, runner)
+                         file_path, runner, share_svg_paths=share_svg_paths)
         row["manim_executions"] = 1 + (row.get("manim_executions") or 1)
     if cache is not None and (not observers or row["success"]):  # a failed observed run is not cached
         if cache.put(key, row) and row["success"]:
@@ -300,7 +305,7 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
 
 def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, scene: str, dest: Path,
                cfg: RenderConfig, profile: Profile, manim_bin: str, row: dict, out_dir: Path, runner: Runner,
-               use_tex_cache: bool = False, observers: tuple = ()) -> dict:
+               use_tex_cache: bool = False, observers: tuple = (), share_svg_paths: bool = False) -> dict:
     script = work / f"{sample_id}.py"
     script.write_text(script_text, encoding="utf-8")
     media_dir = work / "media"
@@ -340,13 +345,17 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     observed = observers if _child_installs(cfg, row["backend"]) else ()
     fast = bool(cfg.fast_paths) and _child_installs(cfg, row["backend"])
     row["fast_paths"] = "on" if fast else "off"
+    # the request reaches the child in its environment (removed there before the script runs: fastpaths.py)
+    fast_env = {fastpaths.ENV: str(work / fastpaths.MARKER_NAME)} if fast else {}
+    if fast and share_svg_paths:
+        fast_env[fastpaths.SHARE_ENV] = "1"
     spec = sandbox.SandboxSpec(
         argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag, cfg.play_hashing),
         cwd=str(work),
         env=sandbox.scrub_env(os.environ, home=str(work), extra={
             **(env_extra or {}), **child_env(observed, work, scene),
             **(tb_plan.env if tb_plan is not None else {}),
-            **({fastpaths.ENV: str(work / fastpaths.MARKER_NAME)} if fast else {})}),
+            **fast_env}),
         timeout_s=cfg.timeout_s if cfg.timeout_s and cfg.timeout_s > 0 else None,
         limits=limits,
         output_head_bytes=cfg.output_head_bytes,

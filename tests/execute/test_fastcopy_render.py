@@ -1,0 +1,319 @@
+"""execute/fastpaths.py ``install_copier``: renders copy glyphs with their parsed SVG path shared.
+
+Direct comparisons in this process (manim's own ``Mobject.__deepcopy__`` against the replacement, node by node:
+the same object graph except that a glyph's copy holds its original's ``path_obj``), the original's steps where a
+script rebound a name it looks up, and the tripwire (an exception through a copy; a copy near the recursion
+limit). Then real renders both ways: videos, rows and error text equal, including a script whose error text
+depends on the exact depth at which copying a formula hits the recursion limit, and one whose copy raises.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from prism_fast.audit.fastcopy import may_share_svg_paths
+from prism_fast.execute import fastpaths
+from tests.audit.test_audit_fastcopy import _mobjects, assert_same_graph
+
+
+@pytest.fixture()
+def copier():
+    from manim.mobject.mobject import Mobject
+
+    real = Mobject.__dict__["__deepcopy__"]
+    assert fastpaths.install_copier()
+    yield real
+    fastpaths.uninstall_copier()
+    assert Mobject.__dict__["__deepcopy__"] is real
+
+
+@pytest.fixture(scope="module")
+def mobjects(tmp_path_factory):
+    from manim import tempconfig
+
+    with tempconfig({"media_dir": str(tmp_path_factory.mktemp("media"))}):
+        yield _mobjects()
+
+
+def test_copies_are_manims_but_for_the_shared_glyph_paths(mobjects, copier):
+    from manim.mobject.mobject import Mobject
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    ours = Mobject.__deepcopy__
+    glyphs = 0
+    for name, mob in mobjects.items():
+        Mobject.__deepcopy__ = copier
+        try:
+            std = copy.deepcopy(mob)
+        finally:
+            Mobject.__deepcopy__ = ours
+        fast = copy.deepcopy(mob)
+        assert std.original_id == fast.original_id == str(id(mob))
+        assert assert_same_graph(mob, std, fast, shared_svg_paths=True) > 3, name
+        glyphs += sum(isinstance(m, VMobjectFromSVGPath) for m in fast.get_family())
+    assert glyphs > 20  # (the formulas and texts were compared with their paths shared)
+
+
+def test_a_rebound_name_or_a_subclass_takes_manims_own_steps(mobjects, copier, monkeypatch):
+    from manim import MathTex
+    from manim.mobject import mobject as mobject_module
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    tex = mobjects["MathTex"]
+    glyph = tex.submobjects[0].submobjects[0]
+    assert type(glyph) is VMobjectFromSVGPath
+    assert copy.deepcopy(glyph).path_obj is glyph.path_obj
+    # a name the original looks up in its module, rebound there: the original runs (and sees it)
+    seen = []
+
+    def spy(obj, name, value):
+        seen.append(name)
+        object.__setattr__(obj, name, value)
+
+    monkeypatch.setitem(vars(mobject_module), "setattr", spy)
+    clone = copy.deepcopy(glyph)
+    assert "path_obj" in seen and clone.path_obj is not glyph.path_obj
+    monkeypatch.delitem(vars(mobject_module), "setattr")
+
+    # `copy.deepcopy` rebound: called for every attribute but the shared path, as the original looks it up
+    calls = []
+    real_deepcopy = copy.deepcopy
+
+    def counting(x, memo=None):
+        calls.append(type(x).__name__)
+        return real_deepcopy(x, memo)
+
+    monkeypatch.setattr(copy, "deepcopy", counting)
+    clone = glyph.copy()
+    monkeypatch.setattr(copy, "deepcopy", real_deepcopy)
+    assert clone.path_obj is glyph.path_obj and calls and "Path" not in calls
+
+    # a subclass of the glyph class (a script's): its copy is the standard one
+    class Glyph(VMobjectFromSVGPath):
+        pass
+
+    own = Glyph.__new__(Glyph)
+    own.__dict__.update(vars(glyph))
+    assert copy.deepcopy(own).path_obj is not glyph.path_obj
+    assert isinstance(MathTex("x").copy(), MathTex)
+
+
+def test_an_exception_through_a_copy_trips_the_wire(tmp_path, copier):
+    from manim import Square
+
+    marker = tmp_path / fastpaths.MARKER_NAME
+    fastpaths._MARKER = str(marker)
+    try:
+        sq = Square()
+        sq.copy()
+        assert not marker.exists()
+        sq.stream = (i for i in range(3))  # a generator cannot be deep-copied
+        with pytest.raises(TypeError):
+            sq.copy()
+        assert fastpaths.tripped(tmp_path)
+    finally:
+        fastpaths._MARKER = None
+
+
+def test_a_copy_near_the_recursion_limit_trips_the_wire(tmp_path, mobjects, copier):
+    marker = tmp_path / fastpaths.MARKER_NAME
+    fastpaths._MARKER = str(marker)
+    tex = mobjects["MathTex"]
+    try:
+        tex.copy()
+        assert not marker.exists()  # (this test's own stack is far from the limit)
+
+        def deep(n):
+            return tex.copy() if n == 0 else deep(n - 1)
+
+        depth = len(_stack())
+        deep(sys.getrecursionlimit() - depth - fastpaths.HEADROOM // 2)
+        assert fastpaths.tripped(tmp_path)
+    finally:
+        fastpaths._MARKER = None
+
+
+def _stack() -> list:
+    out, f = [], sys._getframe(1)
+    while f is not None:
+        out.append(f)
+        f = f.f_back
+    return out
+
+
+def test_only_scripts_that_cannot_reach_a_glyph_path_share_it():
+    plain = "from manim import *\nclass A(Scene):\n    def construct(self):\n        self.add(MathTex('x').copy())\n"
+    assert may_share_svg_paths(plain)
+    for bad in ("f = lambda m: m.path_obj", "f = lambda m: getattr(m, 'path' + '_obj')", "f = lambda m: vars(m)",
+                "f = lambda m: m.__dict__", "f = eval('1')", "import svgelements"):
+        assert not may_share_svg_paths(f"{bad}\n{plain}"), bad
+
+
+# -- real renders ---------------------------------------------------------------------------------------------------
+
+TEXY = textwrap.dedent("""
+    from manim import *
+
+    class Texy(Scene):
+        def construct(self):
+            t = ValueTracker(1.0)
+            eq = MathTex(r"\\int_0^1 x^2\\,dx", "=", r"\\frac{1}{3}").to_edge(UP)
+            readout = always_redraw(lambda: DecimalNumber(t.get_value(), num_decimal_places=2).next_to(eq, DOWN))
+            label = Text("copies ig", font_size=36).to_edge(DOWN)
+            self.add(readout, label)
+            self.play(Write(eq), run_time=0.4)
+            self.play(t.animate.set_value(2.5), TransformMatchingTex(eq.copy(), MathTex("a^2", "=", "b").shift(LEFT)),
+                      run_time=0.5)
+            self.play(ReplacementTransform(label, Text("done", font_size=36)), run_time=0.3)
+""").lstrip()
+
+# the error text names the first recursion depth at which copying a formula fails: the standard copy of a glyph's
+# path nests deeper than a shared one, so this text tells a shared copy from manim's own
+RECURSE = textwrap.dedent("""
+    from manim import *
+
+    class Recurse(Scene):
+        def construct(self):
+            tex = MathTex(r"\\sum_{k=1}^{n} k")
+            self.add(tex)
+            self.wait(0.1)
+
+            def deep(n):
+                return tex.copy() if n == 0 else deep(n - 1)
+
+            n = 0
+            while True:
+                try:
+                    deep(n)
+                except RecursionError:
+                    break
+                n += 1
+            raise ValueError(f"copying failed at depth {n}")
+""").lstrip()
+
+# a copy that raises (an attribute deepcopy cannot copy), uncaught, after a formula was drawn
+UNCOPYABLE = textwrap.dedent("""
+    from manim import *
+
+    class Uncopyable(Scene):
+        def construct(self):
+            tex = MathTex("e^{i\\\\pi}+1=0")
+            self.play(Write(tex), run_time=0.3)
+            tex.stream = (i for i in range(3))
+            self.add(tex.copy())
+""").lstrip()
+
+
+def _digest(path) -> str | None:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path and Path(path).exists() else None
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory):
+    from dataclasses import replace
+
+    from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
+    from prism_fast.profile import REFERENCE
+
+    base = tmp_path_factory.mktemp("fastcopy")
+    cfg = RenderConfig(timeout_s=120, tmp_root=str(base / "tmp"))
+    worker = prefork_worker(cfg)
+    out = {}
+    try:
+        for sid, script in (("texy", TEXY), ("recurse", RECURSE), ("uncopyable", UNCOPYABLE)):
+            assert may_share_svg_paths(script), sid
+            for shared in (True, False):
+                out[sid, shared] = render_one(sid, script, base / f"{sid}-{shared}",
+                                              replace(cfg, fast_paths=shared), REFERENCE, runner=worker.run,
+                                              share_svg_paths=shared)
+    finally:
+        worker.close()
+    return out
+
+
+def _norm(value, sid: str) -> str:
+    """A row's text with the sample's scratch dir (a random name, which rich may wrap across lines) aside."""
+    return re.sub(rf"_[a-z0-9_]{{8}}/{sid}\b", f"_X/{sid}", str(value))
+
+
+def _executions(row) -> int:
+    return row.get("manim_executions") or 1  # (render_one counts only where it ran the script again)
+
+
+COMPARED = ("success", "status", "error", "error_kind", "error_detail", "exit_status", "stdout_bytes",
+            "stderr_bytes", "scene_class")
+
+
+def test_a_render_with_shared_glyph_paths_is_identical(renders):
+    fast, plain = renders["texy", True], renders["texy", False]
+    assert fast["success"] and fast["fast_paths"] == "on" and plain["fast_paths"] == "off"
+    assert _executions(fast) == _executions(plain) == 1
+    for key in COMPARED:
+        assert fast[key] == plain[key], key
+    assert _digest(fast["video_path"]) == _digest(plain["video_path"]) is not None
+
+
+@pytest.mark.parametrize("sid", ["recurse", "uncopyable"])
+def test_what_a_shared_copy_could_change_renders_again_without_it(renders, sid):
+    fast, plain = renders[sid, True], renders[sid, False]
+    assert fast["fast_paths"] == "fallback" and plain["fast_paths"] == "off"
+    assert _executions(fast) == 2 and _executions(plain) == 1
+    assert not fast["success"]
+    for key in (*COMPARED, "stderr_tail"):
+        assert _norm(fast[key], sid) == _norm(plain[key], sid), key
+    assert "execute/fastpaths.py" not in (fast["stderr_tail"] or "")
+    if sid == "recurse":
+        assert re.search(r"copying failed at depth \d+", plain["stderr_tail"] or "")
+
+
+# one copy at the first depth where manim's own copy of the formula hits the recursion limit (found by RECURSE's plain
+# render): a shared copy needs fewer frames and would succeed there without any exception passing through our frame
+AT_DEPTH = textwrap.dedent("""
+    from manim import *
+
+    class AtDepth(Scene):
+        def construct(self):
+            tex = MathTex(r"\\sum_{k=1}^{n} k")
+            self.add(tex)
+            self.wait(0.1)
+
+            def deep(n):
+                return tex.copy() if n == 0 else deep(n - 1)
+
+            try:
+                deep(DEPTH)
+                outcome = "copied"
+            except RecursionError:
+                outcome = "recursion limit"
+            raise ValueError(f"at depth DEPTH: {outcome}")
+""").lstrip()
+
+
+def test_a_copy_that_only_a_shared_path_survives_renders_again_without_it(renders, tmp_path):
+    from dataclasses import replace
+
+    from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
+    from prism_fast.profile import REFERENCE
+
+    depth = int(re.search(r"copying failed at depth (\d+)", renders["recurse", False]["stderr_tail"]).group(1))
+    script = AT_DEPTH.replace("DEPTH", str(depth))
+    assert may_share_svg_paths(script)
+    cfg = RenderConfig(timeout_s=120, tmp_root=str(tmp_path / "tmp"))
+    worker = prefork_worker(cfg)
+    try:
+        rows = {shared: render_one("atdepth", script, tmp_path / str(shared), replace(cfg, fast_paths=shared),
+                                   REFERENCE, runner=worker.run, share_svg_paths=shared) for shared in (True, False)}
+    finally:
+        worker.close()
+    fast, plain = rows[True], rows[False]
+    assert f"at depth {depth}: recursion limit" in plain["stderr_tail"]
+    assert fast["fast_paths"] == "fallback" and _executions(fast) == 2
+    for key in (*COMPARED, "stderr_tail"):
+        assert _norm(fast[key], "atdepth") == _norm(plain[key], "atdepth"), key
