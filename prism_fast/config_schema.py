@@ -84,6 +84,7 @@ class ExecuteSchema:
     prefork: bool = MISSING
     play_hashing: bool = MISSING
     fast_paths: bool = True  # exact fast paths of manim helpers in the render child (execute/fastpaths.py)
+    share_glyph_paths: bool = False  # with them: render copies share glyphs' parsed SVG paths (opt-in)
     sandbox: str = MISSING
     limits: ExecuteLimitsSchema = field(default_factory=ExecuteLimitsSchema)
     network_isolation: bool = MISSING
@@ -131,6 +132,7 @@ class ExecuteSchema:
             tex_format=bool(self.tex_cache.format),
             play_hashing=self.play_hashing,
             fast_paths=bool(self.fast_paths),
+            share_glyph_paths=bool(self.share_glyph_paths),
         )
         if self.manim_bin:
             kwargs["manim_bin"] = self.manim_bin

@@ -80,17 +80,6 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
     config.verbosity = "ERROR"
     if profile.fixes("Q-SPATIAL-5"):  # improved: step at the -ql rate of the video
         config.frame_rate = 15
-    if not cfg.full_fidelity:
-        install_fast_path()
-        from prism_fast.audit import fastcopy, stepping
-
-        # issue #19: the same states, reached with less work (reports byte-identical; docs/bench_audit.md)
-        stepping.install(meta)  # one update for the plays no intermediate frame can change
-        try:
-            share = fastcopy.may_share_svg_paths(Path(file_path).read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            share = False
-        fastcopy.install(meta, share_svg_paths=share)  # Mobject copies without deepcopy's dispatch
     fast = False
     if cfg.fast_paths and not cfg.full_fidelity:
         from prism_fast.execute import fastpaths
@@ -98,6 +87,22 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
         # exact vectorised subpath splits and boundary anchors (execute/fastpaths.py), where the parent asked
         # (its tripwire file in the environment, removed here)
         fast = fastpaths.install_from_env()
+    if not cfg.full_fidelity:
+        install_fast_path()
+        from prism_fast.audit import fastcopy, stepping
+
+        # issue #19: the same states, reached with less work (reports byte-identical; docs/bench_audit.md)
+        stepping.install(meta)  # one update for the plays no intermediate frame can change
+        # glyph paths shared by copies only with the fast paths' tripwire: any other access to one re-audits the
+        # sample without them (fastpaths.guard_glyph_paths)
+        try:
+            share = fast and fastcopy.may_share_svg_paths(Path(file_path).read_text(encoding="utf-8",
+                                                                                    errors="replace"))
+        except OSError:
+            share = False
+        fastcopy.install(meta, share_svg_paths=share)  # Mobject copies without deepcopy's dispatch
+        if share:
+            fastpaths.guard_glyph_paths(writers=(fastcopy.mobject_deepcopy_sharing_svg_paths.__code__,))
     meta["fast_paths"] = "on" if fast else "off"
     meta["mode"] = "full" if cfg.full_fidelity else "fast"
     tmp_root = os.environ.get("PRISM_AUDIT_TMP_ROOT") or str(Path(tempfile.gettempdir()) / "prism_auditor")

@@ -40,21 +40,66 @@ _REFLECTION = ("name:getattr", "name:setattr", "name:delattr", "name:hasattr", "
                "attr:exec", "attr:getattr", "attr:setattr", "attr:delattr", "attr:globals", "attr:locals",
                "attr:vars", "attr:_eval", "attr:_evaluate", "attr:_type", "attr:import_module", "attr:gi_",
                "attr:cr_", "attr:ag_", "attr:f_", "attr:tb_", "attr:co_", "attr:cell_contents", "attr:modules",
-               "attr:_os", "attr:sys", "attr:_sys", "attr:builtins", "attr:ctypeslib")
+               "attr:_os", "attr:sys", "attr:_sys", "attr:builtins", "attr:ctypeslib",
+               # (glyph-path sharing) state of the copy machinery, and a text decoded other than as read here
+               "library_state:", "copy_protocol:", "source_encoding:")
+
+
+# words that end sharing wherever they appear: the attribute, the copy machinery, the parser, and manim's SVG
+# methods that hand a parsed path (or the parsed document) to code a script could override
+_NO_SHARE_WORDS = ("path_obj", "deepcopy", "svgelements", "get_mobjects_from", "path_to_mobject",
+                   "apply_style_to_mobject", "generate_mobject", "init_svg_mobject", "handle_commands",
+                   "modify_xml_tree", "handle_transform", "VMobjectFromSVGPath", "svg_mobject", "dispatch_table",
+                   "copyreg")
+# names and attributes that end sharing: the classes of objects (`type(x)` of a captured path part, to patch or
+# spy on its copying), listings of the guard's class attribute, the svgelements module under manim's packages
+_NO_SHARE_NAMES = ("type", "dir", "help")
+_NO_SHARE_ATTRS = ("se", "svg_mobject", "svgelements")
 
 
 def may_share_svg_paths(script_text: str, reasons: list[str] | None = None) -> bool:
     """Whether copies may share ``path_obj`` for this script: its text never names ``path_obj`` and has no
     construct through which it could reach that attribute by a computed name (``vars(glyph)["path" + "_obj"]``,
-    ``getattr``, an evaluator; the one-pass rule's reflection reasons). ``reasons``: the script's
-    ``static_reasons`` where the caller has them already (a list with more reasons only says no more often)."""
-    if "path_obj" in script_text:
+    ``getattr``, an evaluator; the one-pass rule's reflection reasons), and none that could see how a copy was made
+    or build a path of its own: no ``deepcopy`` (a script's memo or ``__deepcopy__`` sees every object copied), no
+    ``copyreg``/``dispatch_table``/copy-protocol methods, no ``svgelements`` and no import of a manim submodule or
+    ``.se``/``.svg_mobject`` attribute (where ``se.Path`` lives), no ``VMobjectFromSVGPath``, no name of manim's SVG
+    methods that hand a parsed path to overridable code (``path_to_mobject``, ``handle_transform``, ...), no
+    ``type`` (the class of a captured part), no ``dir``/``help`` (they list the guard's class attribute), no coding
+    declaration other than UTF-8; words are matched in the NFKC-folded text as Python reads identifiers. What is still reachable is guarded at run time (``execute/fastpaths.py``
+    ``guard_glyph_paths``). ``reasons``: the script's ``static_reasons`` where the caller has them already (a list with
+    more reasons only says no more often)."""
+    import unicodedata
+
+    # Python folds identifiers to NFKC (`ｐath_obj` is `path_obj`): the words are looked for in the folded text too
+    folded = unicodedata.normalize("NFKC", script_text)
+    if any(word in text for word in _NO_SHARE_WORDS for text in (script_text, folded)):
         return False
     if reasons is None:
         from prism_fast.audit.onepass_rule import static_reasons
 
         reasons = static_reasons(script_text)
-    return not any(r.startswith(_REFLECTION) for r in reasons)
+    if any(r.startswith(_REFLECTION) for r in reasons):
+        return False
+    import ast
+
+    try:
+        tree = ast.parse(script_text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    try:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name.startswith("manim.") for a in node.names):
+                return False
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("manim.")):
+                return False
+            if isinstance(node, ast.Name) and node.id in _NO_SHARE_NAMES:
+                return False
+            if isinstance(node, ast.Attribute) and node.attr in _NO_SHARE_ATTRS:
+                return False
+    except RecursionError:
+        return False
+    return True
 
 
 _nil: list = []
@@ -177,23 +222,34 @@ def mobject_deepcopy(self, clone_from_id):
     return result
 
 
-_SVG_PATH_CLASS: list = []  # [VMobjectFromSVGPath] once installed with shared SVG paths
+_SHARING: dict = {}  # once installed with shared SVG paths: manim's glyph classes, svgelements' Path, the tripwire
 
 
 def mobject_deepcopy_sharing_svg_paths(self, clone_from_id):
-    """:func:`mobject_deepcopy`, except that a ``VMobjectFromSVGPath``'s ``path_obj`` (the parsed
-    ``svgelements.Path`` it was built from) is shared with the copy instead of copied."""
-    cls = self.__class__
-    result = cls.__new__(cls)
-    clone_from_id[id(self)] = result
-    svg_path = isinstance(self, _SVG_PATH_CLASS[0])
-    for k, v in self.__dict__.items():
-        if svg_path and k == "path_obj":
-            setattr(result, k, v)
-            continue
-        setattr(result, k, v if type(v) in _ATOMIC else deepcopy(v, clone_from_id))
-    result.original_id = str(id(self))
-    return result
+    """:func:`mobject_deepcopy`, except that the ``path_obj`` of one of manim's glyph classes (the parsed
+    ``svgelements.Path`` it was built from) is shared with the copy instead of copied: only a value that is an
+    ``svgelements.Path``, on exactly manim's ``VMobjectFromSVGPath`` or one of its own subclasses with their own
+    attribute hooks. As the render's copier (execute/fastpaths.py ``install_copier``), it trips the fast paths'
+    wire on an exception through it and on a glyph copied near the recursion limit (the sample is audited again
+    without fast paths)."""
+    try:
+        cls = self.__class__
+        result = cls.__new__(cls)
+        clone_from_id[id(self)] = result
+        hooks = _SHARING["classes"].get(type(self))
+        glyph = hooks is not None and hooks[0] is type(self).__setattr__ and hooks[1] is type(self).__getattribute__
+        for k, v in self.__dict__.items():
+            if glyph and k == "path_obj" and type(v) is _SHARING["path"]:
+                if _SHARING["near_limit"]():
+                    _SHARING["trip"]()
+                setattr(result, k, v)
+                continue
+            setattr(result, k, v if type(v) in _ATOMIC else deepcopy(v, clone_from_id))
+        result.original_id = str(id(self))
+        return result
+    except BaseException:
+        _SHARING["trip"]()
+        raise
 
 
 def install(meta: dict | None = None, share_svg_paths: bool = False) -> bool:
@@ -208,7 +264,18 @@ def install(meta: dict | None = None, share_svg_paths: bool = False) -> bool:
             meta["fastcopy"] = f"off (manim {manim.__version__}, written for {MANIM_VERSION})"
         return False
     if share_svg_paths:
-        _SVG_PATH_CLASS[:] = [VMobjectFromSVGPath]
+        from manim.mobject.svg import svg_mobject
+
+        from prism_fast.execute.fastpaths import near_recursion_limit, tripped_here
+
+        classes, todo = {}, [VMobjectFromSVGPath]  # manim's glyph classes, seen before any script runs
+        while todo:
+            klass = todo.pop()
+            if klass.__module__.startswith("manim."):
+                classes[klass] = (klass.__setattr__, klass.__getattribute__)
+                todo.extend(klass.__subclasses__())
+        _SHARING.update(classes=classes, path=svg_mobject.se.Path, near_limit=near_recursion_limit,
+                        trip=tripped_here)
         Mobject.__deepcopy__ = mobject_deepcopy_sharing_svg_paths
     else:
         Mobject.__deepcopy__ = mobject_deepcopy

@@ -74,7 +74,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     it: ``{"report", "audit_sec", "engine"}``)."""
     reasons = plan_reasons(script_text, audit_cfg, profile, backend_name(runner))
     # copies of glyphs share their parsed SVG path where the script cannot reach it (execute/fastpaths.py)
-    share = may_share_svg_paths(script_text, reasons)
+    share = bool(getattr(cfg, "share_glyph_paths", False)) and may_share_svg_paths(script_text, reasons)
     unhooked_only = [r for r in reasons if r.startswith(UNHOOKED_ONLY)]
     if len(unhooked_only) < len(reasons):
         row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner, share_svg_paths=share)

@@ -126,8 +126,30 @@ def _annotations(tree: ast.AST):
             yield node.annotation
 
 
+# PEP 263: a coding declaration in the first two lines makes Python decode the file with that codec, while this rule
+# (and every other reading of the script's text) sees the text as UTF-8: a `# coding: utf-7` script can hide code
+# in a comment (red team). Only UTF-8 declarations are read as what they are.
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_UTF8_NAMES = ("utf-8", "utf8", "utf_8", "u8", "utf", "cp65001")
+
+
+def source_encoding_reason(source: str) -> str | None:
+    """``source_encoding:<name>`` when a PEP 263 declaration names anything but UTF-8, else None."""
+    for line in source.splitlines()[:2]:
+        m = _CODING.match(line)
+        if m:
+            name = m.group(1).lower().replace("_", "-")
+            return None if name in _UTF8_NAMES or name.startswith("utf-8-") else f"source_encoding:{m.group(1)}"
+        if line.strip() and not line.lstrip().startswith("#"):
+            break  # a declaration counts only on the first or second line, after comments only
+    return None
+
+
 def static_reasons(source: str) -> list[str]:
     """Why this script cannot share its render with the audit (empty list: statically eligible)."""
+    coding = source_encoding_reason(source)
+    if coding is not None:
+        return [coding]
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):

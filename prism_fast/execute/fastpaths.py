@@ -30,6 +30,7 @@ zygote), before any script code runs, where the parent asks for them (``execute.
 from __future__ import annotations
 
 import os
+import sys
 
 ENV = "PRISM_FAST_PATHS"  # the parent's request: the path of the tripwire file (below)
 MARKER_NAME = ".prism_fast_paths_tripped"
@@ -289,39 +290,134 @@ def uninstall() -> None:
 
 
 # -- Mobject copies that share a glyph's parsed SVG path ------------------------------------------------------------
+_getframe, _getlimit = sys._getframe, sys.getrecursionlimit  # (held before any script runs)
+
+
+def near_recursion_limit() -> bool:
+    """Whether the caller runs within ``HEADROOM`` frames of the recursion limit (where a standard deep copy of a
+    glyph's path, which a shared copy skips, could have raised ``RecursionError``)."""
+    limit = _getlimit()
+    if limit <= HEADROOM:
+        return True
+    try:
+        _getframe(limit - HEADROOM)
+    except ValueError:
+        return False
+    return True
+
+
+def tripped_here() -> None:
+    """Trip the wire (for the separate audit's copier, audit/fastcopy.py)."""
+    _tripped()
+
+
 _COPIER_INSTALLED = False
+_GUARD_INSTALLED = False
 HEADROOM = 200  # frames: far more than the standard library's deepcopy of an svgelements Path nests
+
+
+def guard_glyph_paths(marker: str | None = None, writers: tuple = ()) -> bool:
+    """Make every access to a glyph's ``path_obj`` other than manim's own trip the wire (:func:`_tripped`).
+
+    Where copies share a glyph's parsed path (:func:`install_copier`, the separate audit's ``audit/fastcopy.py``),
+    anything that reads it (``get_merged_array("path" + "_obj")``, any other string-driven ``getattr`` in manim)
+    or writes it (``.set(**{...})``) could see the sharing. A data descriptor on ``VMobjectFromSVGPath`` (so on
+    manim's subclasses too) keeps the value where it was (the instance's ``__dict__``) and lets through, silently,
+    only manim's read while building the glyph (``handle_commands``) and the writes of its constructor and of the
+    copiers (``writers``: the code objects of other copiers that set it); any other access works as before and
+    trips the wire, so the sample runs again without fast paths."""
+    global _GUARD_INSTALLED, _MARKER
+    if marker:
+        _MARKER = marker
+    if _GUARD_INSTALLED:
+        _GUARD_CODES["writes"].update((id(c), c) for c in writers)
+        return True
+    import sys
+
+    from manim.mobject.mobject import Mobject
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    getframe = sys._getframe
+    # code objects by identity (a set would compare them by content: a script's copy of one would pass)
+    read_code = VMobjectFromSVGPath.__dict__["handle_commands"].__code__
+    class_scan = Mobject.__dict__["_add_intrinsic_animation_overrides"].__func__.__code__
+    writes = {id(c): c for c in (VMobjectFromSVGPath.__dict__["__init__"].__code__,
+                                 _ORIG.get("__deepcopy__", Mobject.__deepcopy__).__code__, *writers)}
+    if "__deepcopy__" in _ORIG:  # our copier (installed first) writes too
+        ours = Mobject.__dict__["__deepcopy__"].__code__
+        writes[id(ours)] = ours
+    _GUARD_CODES["writes"] = writes
+    plain_dict = object.__getattribute__
+
+    class GlyphPath:
+        __slots__ = ()
+
+        def __get__(self, obj, owner=None):
+            if obj is None:  # on the class: manim's subclass set-up lists every class attribute (and skips this one)
+                if getframe(1).f_code is not class_scan:
+                    _tripped()
+                return self
+            if getframe(1).f_code is not read_code:
+                _tripped()
+            try:
+                return plain_dict(obj, "__dict__")["path_obj"]
+            except KeyError:
+                raise AttributeError("path_obj") from None  # (then the class's __getattr__, as without us)
+
+        def __set__(self, obj, value):
+            code = getframe(1).f_code
+            if writes.get(id(code)) is not code:
+                _tripped()
+            plain_dict(obj, "__dict__")["path_obj"] = value
+
+        def __delete__(self, obj):
+            _tripped()
+            try:
+                del plain_dict(obj, "__dict__")["path_obj"]
+            except KeyError:
+                raise AttributeError("path_obj") from None
+
+    VMobjectFromSVGPath.path_obj = GlyphPath()
+    _GUARD_INSTALLED = True
+    return True
+
+
+_GUARD_CODES: dict = {}
 
 
 def install_copier(marker: str | None = None) -> bool:
     """Replace ``Mobject.__deepcopy__`` with manim 0.19.0's own steps, except that a glyph (exactly
-    ``VMobjectFromSVGPath`` or one of manim's own subclasses, e.g. ``Brace``) shares its ``path_obj`` -- the parsed ``svgelements.Path`` it was built from, thousands
-    of objects that ``copy.deepcopy`` walks one by one on every Tex/Text copy -- with its copy instead of copying
-    it. manim reads ``path_obj`` only while building that glyph and never changes it, so sharing is exact where the
-    script cannot reach it: the parent asks for this only when the script's text names no ``path_obj`` and has no
-    reflection (audit/fastcopy.py ``may_share_svg_paths``, the one-pass rule's reasons). Everything else is the
-    original's steps, in one frame as the original (the same names looked up at run time: the module's ``copy``,
-    ``setattr``/``id``/``str``; where a script rebound one of those, the original itself runs). Two things the
-    standard copy would do that a shared path does not, and which make the sample run again without fast paths
-    (the tripwire, as for the other fast paths): an exception passing through this frame (its traceback names
-    this module), and a copy made within ``HEADROOM`` frames of the recursion limit (where copying the path could
-    have raised ``RecursionError``). Installed only with :func:`install`'s tripwire (``marker``)."""
+    ``VMobjectFromSVGPath`` or one of manim's own subclasses, e.g. ``Brace``) shares its ``path_obj`` -- the parsed
+    ``svgelements.Path`` it was built from, thousands of objects that ``copy.deepcopy`` walks one by one on every
+    Tex/Text copy -- with its copy instead of copying it. manim reads ``path_obj`` only while building that glyph
+    and never changes it, so sharing is exact where nothing else can reach it: the parent asks for this only when
+    the script's text cannot name or reach it (audit/fastcopy.py ``may_share_svg_paths``: no ``path_obj``, no
+    reflection, no ``deepcopy``, no import of manim's submodules), and :func:`guard_glyph_paths` (installed with
+    it) trips the wire at any other access. Everything else is the original's steps, in one frame as the original
+    (the same names looked up at run time: the module's ``copy``, ``setattr``/``id``/``str``; where a script rebound
+    one of those, or ``copy.deepcopy``, the original itself runs). The wire also trips on an exception passing
+    through this frame (its traceback names this module) and on a glyph copied within ``HEADROOM`` frames of the
+    recursion limit (where copying the path could have raised ``RecursionError``); the parent then runs the sample
+    again without fast paths. Only a value that is an ``svgelements.Path`` is shared."""
     global _COPIER_INSTALLED, _MARKER
     if marker:
         _MARKER = marker
     if _COPIER_INSTALLED:
         return True
     import builtins
-    import sys
+    import copy as copy_module
 
     import manim
     from manim.mobject.mobject import Mobject
+    from manim.mobject.svg import svg_mobject
     from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
 
     if manim.__version__ != "0.19.0":
         return False
     orig = Mobject.__dict__["__deepcopy__"]
     g = orig.__globals__  # manim.mobject.mobject's namespace: where the original finds `copy`
+    std_deepcopy = copy_module.deepcopy
+    se_path = svg_mobject.se.Path
     # manim's glyph classes (VMobjectFromSVGPath and manim's own subclasses: Brace, ...), seen before any script
     # runs, each with the attribute hooks it has now
     glyph_classes, todo = {}, [VMobjectFromSVGPath]
@@ -332,22 +428,14 @@ def install_copier(marker: str | None = None) -> bool:
             todo.extend(klass.__subclasses__())
     names = ("setattr", "id", "str")
     objs = tuple(getattr(builtins, n) for n in names)
-    getframe, getlimit = sys._getframe, sys.getrecursionlimit
+    near_limit = near_recursion_limit
 
     def names_unchanged() -> bool:
+        if g.get("copy") is not copy_module or copy_module.deepcopy is not std_deepcopy:
+            return False
         for name, obj in zip(names, objs):
             if name in g or getattr(builtins, name, None) is not obj:
                 return False
-        return True
-
-    def near_limit() -> bool:
-        limit = getlimit()
-        if limit <= HEADROOM:
-            return True
-        try:
-            getframe(limit - HEADROOM)
-        except ValueError:
-            return False
         return True
 
     def __deepcopy__(self, clone_from_id):
@@ -360,7 +448,7 @@ def install_copier(marker: str | None = None) -> bool:
             hooks = glyph_classes.get(type(self))
             if hooks is not None and hooks[0] is type(self).__setattr__ and hooks[1] is type(self).__getattribute__:
                 for k, v in self.__dict__.items():
-                    if k == "path_obj":
+                    if k == "path_obj" and type(v) is se_path:
                         if near_limit():  # the standard copy of the path could have hit the recursion limit
                             _tripped()
                         setattr(result, k, v)
@@ -381,18 +469,22 @@ def install_copier(marker: str | None = None) -> bool:
     _ORIG["__deepcopy__"] = orig
     Mobject.__deepcopy__ = __deepcopy__
     _COPIER_INSTALLED = True
+    guard_glyph_paths(writers=(__deepcopy__.__code__,))
     return True
 
 
 def uninstall_copier() -> None:
-    """Put manim's ``Mobject.__deepcopy__`` back (tests)."""
-    global _COPIER_INSTALLED
-    if not _COPIER_INSTALLED:
-        return
+    """Put manim's ``Mobject.__deepcopy__`` back and remove the guard (tests)."""
+    global _COPIER_INSTALLED, _GUARD_INSTALLED
     from manim.mobject.mobject import Mobject
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
 
-    Mobject.__deepcopy__ = _ORIG.pop("__deepcopy__")
-    _COPIER_INSTALLED = False
+    if _COPIER_INSTALLED:
+        Mobject.__deepcopy__ = _ORIG.pop("__deepcopy__")
+        _COPIER_INSTALLED = False
+    if _GUARD_INSTALLED:
+        del VMobjectFromSVGPath.path_obj
+        _GUARD_INSTALLED = False
 
 
 def install_from_env() -> bool:

@@ -108,6 +108,10 @@ class RenderConfig:
     # text and reports (tests/execute/test_fastpaths.py); after an exception through them the sample is rendered
     # again without them. Rows: ``fast_paths`` (on/off/fallback).
     fast_paths: bool = True
+    # With the fast paths: copies of Tex/Text glyphs share their parsed SVG path (fastpaths.install_copier) where
+    # the script cannot reach it (the caller's decision per script) and a guard trips the wire at any other access.
+    # Off by default until an adversarial review comes back clean (docs/design.md "Glyph paths shared by copies").
+    share_glyph_paths: bool = False
     # Sandbox level (sandbox.py/jail.py): "auto" = namespaces as root, bubblewrap without root, refused where
     # neither works; "unsafe" = run without the view (explicit opt-in; rows record `sandbox: unsafe`).
     sandbox: str = "auto"
@@ -125,7 +129,7 @@ def render_settings(cfg: RenderConfig) -> dict:
         "output_head_bytes": cfg.output_head_bytes, "output_tail_bytes": cfg.output_tail_bytes,
         "isolate_network": cfg.isolate_network, "disable_version_check": cfg.disable_version_check,
         "play_hashing": cfg.play_hashing, "sandbox": cfg.sandbox, "scratch_mb": cfg.scratch_mb,
-        "fast_paths": cfg.fast_paths,
+        "fast_paths": cfg.fast_paths, "share_glyph_paths": cfg.share_glyph_paths,
     }
 
 
@@ -347,7 +351,7 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     row["fast_paths"] = "on" if fast else "off"
     # the request reaches the child in its environment (removed there before the script runs: fastpaths.py)
     fast_env = {fastpaths.ENV: str(work / fastpaths.MARKER_NAME)} if fast else {}
-    if fast and share_svg_paths:
+    if fast and share_svg_paths and not cfg.play_hashing:  # (manim's play hash walks objects by identity)
         fast_env[fastpaths.SHARE_ENV] = "1"
     spec = sandbox.SandboxSpec(
         argv=manim_command(manim_bin, script, scene, media_dir, sample_id, cfg.quality_flag, cfg.play_hashing),

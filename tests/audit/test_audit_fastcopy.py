@@ -221,3 +221,67 @@ def test_no_shared_paths_for_a_script_that_can_reach_them_by_a_computed_name(tmp
     # the copies are the standard library's: the rebuilt glyph stays where the unmutated path puts it
     assert reports["computed"] == reports["named"]
     assert reports["computed"]["S"]["Segment_0"]["out_of_bounds"][0]["dist"] < 100
+
+
+def test_shared_paths_only_for_manims_glyph_classes_and_parsed_paths(mobjects, tmp_path):
+    """The red team's audit-copier findings: a planted value or a script's subclass shared its path; a copy near
+    the recursion limit and an exception through the copier did not trip the fast paths' wire."""
+    import sys
+
+    from manim.mobject.mobject import Mobject
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    from prism_fast.execute import fastpaths
+
+    real = Mobject.__deepcopy__
+    glyph = mobjects["MathTex"].copy()[0][0]
+    assert fastcopy.install(share_svg_paths=True)
+    marker = tmp_path / fastpaths.MARKER_NAME
+    try:
+        assert copy.deepcopy(glyph).path_obj is glyph.path_obj
+        planted = copy.copy(glyph)
+        vars(planted)["path_obj"] = [1, [2]]
+        assert copy.deepcopy(planted).path_obj is not planted.path_obj
+
+        class Glyph(VMobjectFromSVGPath):
+            pass
+
+        own = Glyph.__new__(Glyph)
+        own.__dict__.update(vars(glyph))
+        assert copy.deepcopy(own).path_obj is not glyph.path_obj
+
+        fastpaths._MARKER = str(marker)
+
+        def deep(n):
+            return copy.deepcopy(glyph) if n == 0 else deep(n - 1)
+
+        depth = 0
+        frame = sys._getframe()
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+        deep(sys.getrecursionlimit() - depth - fastpaths.HEADROOM // 2)
+        assert fastpaths.tripped(tmp_path)
+        marker.unlink()
+        fastpaths._MARKER = str(marker)
+        broken = copy.copy(glyph)
+        broken.stream = (i for i in range(2))
+        with pytest.raises(TypeError):
+            copy.deepcopy(broken)
+        assert fastpaths.tripped(tmp_path)
+    finally:
+        fastpaths._MARKER = None
+        Mobject.__deepcopy__ = real
+
+
+def test_a_coding_declaration_other_than_utf8_is_a_static_reason():
+    """The red team hid code in a `# coding: utf-7` comment: Python decodes the file so, every analysis reads UTF-8."""
+    from prism_fast.audit.onepass_rule import static_reasons
+
+    body = "from manim import *\nclass A(Scene):\n    def construct(self):\n        self.add(Circle())\n"
+    assert static_reasons(body) == []
+    assert static_reasons("# -*- coding: utf-7 -*-\n" + body) == ["source_encoding:utf-7"]
+    assert static_reasons("#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n" + body) == \
+        ["source_encoding:latin-1"]
+    assert static_reasons("# coding: utf-8\n" + body) == []
+    assert static_reasons(body + "# coding: utf-7\n") == []  # (only the first two lines count)
+    assert not fastcopy.may_share_svg_paths("# coding: utf-7\n" + body)

@@ -10,6 +10,7 @@ depends on the exact depth at which copying a formula hits the recursion limit, 
 from __future__ import annotations
 
 import copy
+import json
 import hashlib
 import re
 import sys
@@ -82,7 +83,7 @@ def test_a_rebound_name_or_a_subclass_takes_manims_own_steps(mobjects, copier, m
     assert "path_obj" in seen and clone.path_obj is not glyph.path_obj
     monkeypatch.delitem(vars(mobject_module), "setattr")
 
-    # `copy.deepcopy` rebound: called for every attribute but the shared path, as the original looks it up
+    # `copy.deepcopy` rebound: the original runs, and the rebound function sees every object, the path included
     calls = []
     real_deepcopy = copy.deepcopy
 
@@ -93,7 +94,7 @@ def test_a_rebound_name_or_a_subclass_takes_manims_own_steps(mobjects, copier, m
     monkeypatch.setattr(copy, "deepcopy", counting)
     clone = glyph.copy()
     monkeypatch.setattr(copy, "deepcopy", real_deepcopy)
-    assert clone.path_obj is glyph.path_obj and calls and "Path" not in calls
+    assert clone.path_obj is not glyph.path_obj and "Path" in calls
 
     # a subclass of the glyph class (a script's): its copy is the standard one
     class Glyph(VMobjectFromSVGPath):
@@ -120,6 +121,49 @@ def test_an_exception_through_a_copy_trips_the_wire(tmp_path, copier):
         assert fastpaths.tripped(tmp_path)
     finally:
         fastpaths._MARKER = None
+
+
+def test_any_other_access_to_a_glyph_path_trips_the_wire(tmp_path, mobjects, copier):
+    """The red team's routes to a shared path without naming it: manim's string-driven attribute access
+    (``get_merged_array``), ``Mobject.set`` with a computed keyword, a class-level read; manim's own reads and writes
+    (building a glyph, copying it) do not trip."""
+    from manim import Brace, MathTex, Square
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    marker = tmp_path / fastpaths.MARKER_NAME
+    name = "path" + "_obj"
+    try:
+        fastpaths._MARKER = str(marker)
+        tex = MathTex(r"\frac{a}{b}")
+        Brace(Square()).copy()
+        tex.copy().copy()
+        tex[0][0].generate_points()
+        assert not marker.exists()
+        for access in (lambda: tex[0][0].get_merged_array(name), lambda: tex[0][0].set(**{name: None}),
+                       lambda: getattr(VMobjectFromSVGPath, name)):
+            fastpaths._MARKER = str(marker)
+            try:
+                access()
+            except AttributeError:
+                pass
+            assert fastpaths.tripped(tmp_path)
+            marker.unlink()
+        # what an instance's access gives is what it gives without the guard
+        glyph = MathTex("y")[0][0]
+        assert glyph.get_merged_array(name) is vars(glyph)[name]
+        # a subclass (manim's set-up lists the class's attributes) is made without tripping
+        fastpaths._MARKER = str(marker)
+        type("Glyph", (VMobjectFromSVGPath,), {})
+        assert not marker.exists()
+    finally:
+        fastpaths._MARKER = None
+
+
+def test_only_a_parsed_path_is_shared(mobjects, copier):
+    """A value that is no ``svgelements.Path`` (planted by a script) is copied, not shared."""
+    glyph = mobjects["MathTex"].copy()[0][0]
+    vars(glyph)["path_obj"] = [1, [2]]
+    assert glyph.copy().path_obj is not vars(glyph)["path_obj"]
 
 
 def test_a_copy_near_the_recursion_limit_trips_the_wire(tmp_path, mobjects, copier):
@@ -152,7 +196,10 @@ def test_only_scripts_that_cannot_reach_a_glyph_path_share_it():
     plain = "from manim import *\nclass A(Scene):\n    def construct(self):\n        self.add(MathTex('x').copy())\n"
     assert may_share_svg_paths(plain)
     for bad in ("f = lambda m: m.path_obj", "f = lambda m: getattr(m, 'path' + '_obj')", "f = lambda m: vars(m)",
-                "f = lambda m: m.__dict__", "f = eval('1')", "import svgelements"):
+                "f = lambda m: m.__dict__", "f = eval('1')", "import svgelements", "import copy\nf = copy.deepcopy",
+                "from manim.mobject.svg.svg_mobject import se", "import manim.mobject.svg.svg_mobject",
+                "print(dir(Brace))", "help(Brace)",
+                "class T(MathTex):\n    def path_to_mobject(self, path):\n        return super().path_to_mobject(path)"):
         assert not may_share_svg_paths(f"{bad}\n{plain}"), bad
 
 
@@ -211,6 +258,33 @@ UNCOPYABLE = textwrap.dedent("""
 """).lstrip()
 
 
+# the red team's: a shared path seen through manim's string-driven getattr (identity decides the video), and a value
+# planted with a computed keyword that manim's copy cannot copy
+MERGED = textwrap.dedent("""
+    from manim import *
+
+    class Merged(Scene):
+        def construct(self):
+            tex = MathTex("x")
+            twin = tex.copy()
+            key = "path" + "_obj"
+            same = tex[0][0].get_merged_array(key) is twin[0][0].get_merged_array(key)
+            self.add(Square() if same else Circle())
+            self.wait(0.1)
+""").lstrip()
+
+PLANTED = textwrap.dedent("""
+    from manim import *
+
+    class Planted(Scene):
+        def construct(self):
+            tex = MathTex("x")
+            tex[0][0].set(**{"path" + "_obj": (i for i in range(3))})
+            self.add(tex.copy())
+            self.wait(0.1)
+""").lstrip()
+
+
 def _digest(path) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path and Path(path).exists() else None
 
@@ -227,7 +301,8 @@ def renders(tmp_path_factory):
     worker = prefork_worker(cfg)
     out = {}
     try:
-        for sid, script in (("texy", TEXY), ("recurse", RECURSE), ("uncopyable", UNCOPYABLE)):
+        for sid, script in (("texy", TEXY), ("recurse", RECURSE), ("uncopyable", UNCOPYABLE), ("merged", MERGED),
+                            ("planted", PLANTED)):
             assert may_share_svg_paths(script), sid
             for shared in (True, False):
                 out[sid, shared] = render_one(sid, script, base / f"{sid}-{shared}",
@@ -260,12 +335,13 @@ def test_a_render_with_shared_glyph_paths_is_identical(renders):
     assert _digest(fast["video_path"]) == _digest(plain["video_path"]) is not None
 
 
-@pytest.mark.parametrize("sid", ["recurse", "uncopyable"])
+@pytest.mark.parametrize("sid", ["recurse", "uncopyable", "merged", "planted"])
 def test_what_a_shared_copy_could_change_renders_again_without_it(renders, sid):
     fast, plain = renders[sid, True], renders[sid, False]
     assert fast["fast_paths"] == "fallback" and plain["fast_paths"] == "off"
     assert _executions(fast) == 2 and _executions(plain) == 1
-    assert not fast["success"]
+    assert fast["success"] == (sid == "merged")
+    assert _digest(fast["video_path"]) == _digest(plain["video_path"])
     for key in (*COMPARED, "stderr_tail"):
         assert _norm(fast[key], sid) == _norm(plain[key], sid), key
     assert "execute/fastpaths.py" not in (fast["stderr_tail"] or "")
@@ -317,3 +393,43 @@ def test_a_copy_that_only_a_shared_path_survives_renders_again_without_it(render
     assert fast["fast_paths"] == "fallback" and _executions(fast) == 2
     for key in (*COMPARED, "stderr_tail"):
         assert _norm(fast[key], "atdepth") == _norm(plain[key], "atdepth"), key
+
+
+def test_a_separate_audit_that_reaches_a_shared_path_runs_again_without_sharing(tmp_path):
+    """The separate audit shares glyph paths too (audit/fastcopy.py), only with the fast paths' tripwire and the
+    same guard: the red team's identity check through ``get_merged_array`` re-audits the sample without them."""
+    from prism_fast.audit.config import AuditConfig
+    from prism_fast.audit.runner import audit_file
+    from prism_fast.profile import REFERENCE
+
+    rows = {}
+    for sid, script in (("merged", MERGED), ("texy", TEXY)):
+        path = tmp_path / f"{sid}.py"
+        path.write_text(script, encoding="utf-8")
+        for fast in (True, False):
+            rows[sid, fast] = audit_file(path, tmp_path / f"w-{fast}", AuditConfig(prefork=True, fast_paths=fast),
+                                         REFERENCE)
+        reports = [tmp_path / f"w-{f}" / "audits" / sid / "audit_report.json" for f in (True, False)]
+        assert reports[0].read_bytes() == reports[1].read_bytes(), sid
+    assert rows["merged", True]["fast_paths"] == "fallback"
+    assert rows["texy", True]["fast_paths"] == "on"  # (shared paths, nothing reached them)
+    meta = json.loads((tmp_path / "w-True" / "audits" / "texy" / "audit_meta.json").read_text(encoding="utf-8"))
+    assert meta.get("fastcopy") == "on, svg paths shared", meta
+
+
+@pytest.mark.parametrize("switch", [False, True])
+def test_renders_share_only_with_the_switch_and_an_eligible_script(monkeypatch, tmp_path, switch):
+    """``execute.share_glyph_paths`` (default off) and the script's text decide; the decision reaches render_one."""
+    from prism_fast.audit import onepass
+    from prism_fast.audit.config import AuditConfig
+    from prism_fast.execute.render import RenderConfig
+    from prism_fast.profile import REFERENCE
+
+    asked = []
+    monkeypatch.setattr(onepass, "render_one", lambda *a, **k: asked.append(k.get("share_svg_paths")) or
+                        {"success": False, "manim_executions": 0})
+    assert RenderConfig().share_glyph_paths is False
+    cfg = RenderConfig(share_glyph_paths=switch)
+    for script in (TEXY, "import copy\n" + TEXY.replace("eq.copy()", "copy.deepcopy(eq)")):
+        onepass.render_with_onepass("s", script, tmp_path, cfg, REFERENCE, None, None, AuditConfig().to_dict())
+    assert asked == [switch, False]
