@@ -66,9 +66,9 @@ def may_share_svg_paths(script_text: str, reasons: list[str] | None = None) -> b
     ``.se``/``.svg_mobject`` attribute (where ``se.Path`` lives), no ``VMobjectFromSVGPath``, no name of manim's SVG
     methods that hand a parsed path to overridable code (``path_to_mobject``, ``handle_transform``, ...), no
     ``type`` (the class of a captured part), no ``dir``/``help`` (they list the guard's class attribute), no coding
-    declaration other than UTF-8; words are matched in the NFKC-folded text as Python reads identifiers. What is still reachable is guarded at run time (``execute/fastpaths.py``
-    ``guard_glyph_paths``). ``reasons``: the script's ``static_reasons`` where the caller has them already (a list with
-    more reasons only says no more often)."""
+    declaration other than UTF-8; words are matched in the NFKC-folded text too, as Python reads identifiers. What is
+    still reachable is guarded at run time (``execute/fastpaths.py`` ``guard_glyph_paths``). ``reasons``: the
+    script's ``static_reasons`` where the caller has them already (more reasons only ever say no more often)."""
     import unicodedata
 
     # Python folds identifiers to NFKC (`ｐath_obj` is `path_obj`): the words are looked for in the folded text too
