@@ -221,20 +221,24 @@ TEXY = textwrap.dedent("""
             self.play(ReplacementTransform(label, Text("done", font_size=36)), run_time=0.3)
 """).lstrip()
 
-# the error text names the first recursion depth at which copying a formula fails: the standard copy of a glyph's
-# path nests deeper than a shared one, so this text tells a shared copy from manim's own
-RECURSE = textwrap.dedent("""
+# a scene that copies one formula at a given recursion depth (`deep(n)`): both scripts below start with it, so the
+# depths they find are comparable
+_DEEP = """
     from manim import *
 
-    class Recurse(Scene):
+    class {name}(Scene):
         def construct(self):
-            tex = MathTex(r"\\sum_{k=1}^{n} k")
+            tex = MathTex(r"\\sum_{{k=1}}^{{n}} k")
             self.add(tex)
             self.wait(0.1)
 
             def deep(n):
                 return tex.copy() if n == 0 else deep(n - 1)
+"""
 
+# the error text names the first recursion depth at which copying a formula fails: the standard copy of a glyph's
+# path nests deeper than a shared one, so this text tells a shared copy from manim's own
+RECURSE = textwrap.dedent(_DEEP.format(name="Recurse") + """
             n = 0
             while True:
                 try:
@@ -351,18 +355,7 @@ def test_what_a_shared_copy_could_change_renders_again_without_it(renders, sid):
 
 # one copy at the first depth where manim's own copy of the formula hits the recursion limit (found by RECURSE's plain
 # render): a shared copy needs fewer frames and would succeed there without any exception passing through our frame
-AT_DEPTH = textwrap.dedent("""
-    from manim import *
-
-    class AtDepth(Scene):
-        def construct(self):
-            tex = MathTex(r"\\sum_{k=1}^{n} k")
-            self.add(tex)
-            self.wait(0.1)
-
-            def deep(n):
-                return tex.copy() if n == 0 else deep(n - 1)
-
+AT_DEPTH = textwrap.dedent(_DEEP.format(name="AtDepth") + """
             try:
                 deep(DEPTH)
                 outcome = "copied"
