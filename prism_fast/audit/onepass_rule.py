@@ -134,8 +134,20 @@ _UTF8_NAMES = ("utf-8", "utf8", "utf_8", "u8", "utf", "cp65001")
 
 
 def source_encoding_reason(source: str) -> str | None:
-    """``source_encoding:<name>`` when a PEP 263 declaration names anything but UTF-8, else None."""
-    for line in source.splitlines()[:2]:
+    """``source_encoding:<name>`` when a PEP 263 declaration names anything but UTF-8, else None: by Python's own
+    reading of the bytes written for the script (``tokenize.detect_encoding``), and by the first two lines split as
+    Python splits them (only ``\n``, ``\r``: ``str.splitlines`` also splits on ``\x1c`` and others, which hid a
+    declaration on the real second line from the first version of this check -- red team 3)."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source.encode("utf-8", "surrogatepass")).readline)
+    except (SyntaxError, LookupError, UnicodeError) as exc:
+        return f"source_encoding:{type(exc).__name__}"
+    if encoding not in ("utf-8", "utf-8-sig"):
+        return f"source_encoding:{encoding}"
+    for line in re.split(r"\r\n|\r|\n", source)[:2]:
         m = _CODING.match(line)
         if m:
             name = m.group(1).lower().replace("_", "-")

@@ -378,6 +378,26 @@ def guard_glyph_paths(marker: str | None = None, writers: tuple = ()) -> bool:
                 raise AttributeError("path_obj") from None
 
     VMobjectFromSVGPath.path_obj = GlyphPath()
+    # Readers of an object's instance dict bypass the descriptor (red team 3): manim's hashing (on only where a
+    # script turned caching back on: `get_json`, the play hash) and pickling (`ndarray.dumps` of an object array)
+    # number objects by identity, so a shared path shows. Both trip the wire; their results are unchanged.
+    from manim.utils import hashing
+
+    orig_default = hashing._CustomEncoder.__dict__["default"]
+    obj_getstate = object.__getstate__
+
+    def default(self, obj):
+        _tripped()
+        return orig_default(self, obj)
+
+    def __getstate__(self):
+        _tripped()
+        return obj_getstate(self)
+
+    default.__name__, default.__qualname__ = orig_default.__name__, orig_default.__qualname__
+    _ORIG["hashing_default"] = orig_default
+    hashing._CustomEncoder.default = default
+    VMobjectFromSVGPath.__getstate__ = __getstate__
     _GUARD_INSTALLED = True
     return True
 
@@ -483,7 +503,11 @@ def uninstall_copier() -> None:
         Mobject.__deepcopy__ = _ORIG.pop("__deepcopy__")
         _COPIER_INSTALLED = False
     if _GUARD_INSTALLED:
+        from manim.utils import hashing
+
         del VMobjectFromSVGPath.path_obj
+        del VMobjectFromSVGPath.__getstate__
+        hashing._CustomEncoder.default = _ORIG.pop("hashing_default")
         _GUARD_INSTALLED = False
 
 

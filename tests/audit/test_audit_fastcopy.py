@@ -281,7 +281,11 @@ def test_a_coding_declaration_other_than_utf8_is_a_static_reason():
     assert static_reasons(body) == []
     assert static_reasons("# -*- coding: utf-7 -*-\n" + body) == ["source_encoding:utf-7"]
     assert static_reasons("#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n" + body) == \
-        ["source_encoding:latin-1"]
+        ["source_encoding:iso-8859-1"]
     assert static_reasons("# coding: utf-8\n" + body) == []
     assert static_reasons(body + "# coding: utf-7\n") == []  # (only the first two lines count)
+    # red team 3: str.splitlines splits on these too, Python does not (the declaration is on the real line 2)
+    for sep in ("\x1c", "\x1d", "\x1e", "\x0b", "\x0c"):
+        assert static_reasons(f"#{sep}#\n# coding: utf-7\n" + body) == ["source_encoding:utf-7"], repr(sep)
+    assert static_reasons("x = 1\r# coding: utf-7\n" + body) == []  # (Python ignores it after a line of code)
     assert not fastcopy.may_share_svg_paths("# coding: utf-7\n" + body)

@@ -17,6 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from prism_fast.audit.fastcopy import may_share_svg_paths
@@ -159,6 +160,28 @@ def test_any_other_access_to_a_glyph_path_trips_the_wire(tmp_path, mobjects, cop
         fastpaths._MARKER = None
 
 
+def test_readers_of_the_instance_dict_trip_the_wire(tmp_path, mobjects, copier):
+    """Red team 3: manim's hashing (a script may turn caching back on) and pickling number objects by identity
+    and read the instance dict, past the descriptor; both trip the wire and give what they give without it."""
+    from manim.utils.hashing import get_json
+
+    from manim import MathTex, VGroup
+
+    marker = tmp_path / fastpaths.MARKER_NAME
+    tex = MathTex("x^2")
+    group = VGroup(tex, tex.copy())
+    box = np.empty(2, dtype=object)
+    box[0], box[1] = tex, tex.copy()
+    try:
+        for read in (lambda: get_json(group), box.dumps):
+            fastpaths._MARKER = str(marker)
+            assert read()
+            assert fastpaths.tripped(tmp_path)
+            marker.unlink()
+    finally:
+        fastpaths._MARKER = None
+
+
 def test_only_a_parsed_path_is_shared(mobjects, copier):
     """A value that is no ``svgelements.Path`` (planted by a script) is copied, not shared."""
     glyph = mobjects["MathTex"].copy()[0][0]
@@ -262,6 +285,20 @@ UNCOPYABLE = textwrap.dedent("""
 """).lstrip()
 
 
+# red team 3: manim's own JSON of mobjects numbers objects by identity ("AP" marks one seen before), and pickling
+JSONED = textwrap.dedent("""
+    from manim import *
+
+    class Jsoned(Scene):
+        def construct(self):
+            a = MathTex("x^2")
+            b = a.copy()
+            n = utils.hashing.get_json(VGroup(a, b)).count('"AP"')
+            box = np.empty(2, dtype=object)
+            box[0], box[1] = a, b
+            raise ValueError(f"already-processed markers: {n}, pickle length {len(box.dumps())}")
+""").lstrip()
+
 # the red team's: a shared path seen through manim's string-driven getattr (identity decides the video), and a value
 # planted with a computed keyword that manim's copy cannot copy
 MERGED = textwrap.dedent("""
@@ -306,7 +343,7 @@ def renders(tmp_path_factory):
     out = {}
     try:
         for sid, script in (("texy", TEXY), ("recurse", RECURSE), ("uncopyable", UNCOPYABLE), ("merged", MERGED),
-                            ("planted", PLANTED)):
+                            ("planted", PLANTED), ("jsoned", JSONED)):
             assert may_share_svg_paths(script), sid
             for shared in (True, False):
                 out[sid, shared] = render_one(sid, script, base / f"{sid}-{shared}",
@@ -339,7 +376,7 @@ def test_a_render_with_shared_glyph_paths_is_identical(renders):
     assert _digest(fast["video_path"]) == _digest(plain["video_path"]) is not None
 
 
-@pytest.mark.parametrize("sid", ["recurse", "uncopyable", "merged", "planted"])
+@pytest.mark.parametrize("sid", ["recurse", "uncopyable", "merged", "planted", "jsoned"])
 def test_what_a_shared_copy_could_change_renders_again_without_it(renders, sid):
     fast, plain = renders[sid, True], renders[sid, False]
     assert fast["fast_paths"] == "fallback" and plain["fast_paths"] == "off"
