@@ -236,8 +236,7 @@ def mobject_deepcopy_sharing_svg_paths(self, clone_from_id):
         cls = self.__class__
         result = cls.__new__(cls)
         clone_from_id[id(self)] = result
-        hooks = _SHARING["classes"].get(type(self))
-        glyph = hooks is not None and hooks[0] is type(self).__setattr__ and hooks[1] is type(self).__getattribute__
+        glyph = _SHARING["own_glyph"](self, _SHARING["classes"])
         for k, v in self.__dict__.items():
             if glyph and k == "path_obj" and type(v) is _SHARING["path"]:
                 if _SHARING["near_limit"]():
@@ -257,7 +256,6 @@ def install(meta: dict | None = None, share_svg_paths: bool = False) -> bool:
     ``Mobject`` copy in this process (manim 0.19.0 only)."""
     import manim
     from manim.mobject.mobject import Mobject
-    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
 
     if manim.__version__ != MANIM_VERSION:
         if meta is not None:
@@ -266,16 +264,10 @@ def install(meta: dict | None = None, share_svg_paths: bool = False) -> bool:
     if share_svg_paths:
         from manim.mobject.svg import svg_mobject
 
-        from prism_fast.execute.fastpaths import near_recursion_limit, tripped_here
+        from prism_fast.execute.fastpaths import manim_glyph_classes, near_recursion_limit, own_glyph, tripped_here
 
-        classes, todo = {}, [VMobjectFromSVGPath]  # manim's glyph classes, seen before any script runs
-        while todo:
-            klass = todo.pop()
-            if klass.__module__.startswith("manim."):
-                classes[klass] = (klass.__setattr__, klass.__getattribute__)
-                todo.extend(klass.__subclasses__())
-        _SHARING.update(classes=classes, path=svg_mobject.se.Path, near_limit=near_recursion_limit,
-                        trip=tripped_here)
+        _SHARING.update(classes=manim_glyph_classes(), own_glyph=own_glyph, path=svg_mobject.se.Path,
+                        near_limit=near_recursion_limit, trip=tripped_here)
         Mobject.__deepcopy__ = mobject_deepcopy_sharing_svg_paths
     else:
         Mobject.__deepcopy__ = mobject_deepcopy

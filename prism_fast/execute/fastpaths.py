@@ -306,6 +306,26 @@ def near_recursion_limit() -> bool:
     return True
 
 
+def manim_glyph_classes() -> dict:
+    """manim's glyph classes (``VMobjectFromSVGPath`` and manim's own subclasses: ``Brace``, ...) with the attribute
+    hooks each has now: call before any script runs. :func:`own_glyph` tells an instance of one of them."""
+    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
+
+    classes, todo = {}, [VMobjectFromSVGPath]
+    while todo:
+        klass = todo.pop()
+        if klass.__module__.startswith("manim."):
+            classes[klass] = (klass.__setattr__, klass.__getattribute__)
+            todo.extend(klass.__subclasses__())
+    return classes
+
+
+def own_glyph(obj, classes: dict) -> bool:
+    """``obj`` is exactly one of ``classes`` (:func:`manim_glyph_classes`), its attribute hooks unchanged since."""
+    hooks = classes.get(type(obj))
+    return hooks is not None and hooks[0] is type(obj).__setattr__ and hooks[1] is type(obj).__getattribute__
+
+
 def tripped_here() -> None:
     """Trip the wire (for the separate audit's copier, audit/fastcopy.py)."""
     _tripped()
@@ -430,7 +450,6 @@ def install_copier(marker: str | None = None) -> bool:
     import manim
     from manim.mobject.mobject import Mobject
     from manim.mobject.svg import svg_mobject
-    from manim.mobject.svg.svg_mobject import VMobjectFromSVGPath
 
     if manim.__version__ != "0.19.0":
         return False
@@ -438,14 +457,7 @@ def install_copier(marker: str | None = None) -> bool:
     g = orig.__globals__  # manim.mobject.mobject's namespace: where the original finds `copy`
     std_deepcopy = copy_module.deepcopy
     se_path = svg_mobject.se.Path
-    # manim's glyph classes (VMobjectFromSVGPath and manim's own subclasses: Brace, ...), seen before any script
-    # runs, each with the attribute hooks it has now
-    glyph_classes, todo = {}, [VMobjectFromSVGPath]
-    while todo:
-        klass = todo.pop()
-        if klass.__module__.startswith("manim."):
-            glyph_classes[klass] = (klass.__setattr__, klass.__getattribute__)
-            todo.extend(klass.__subclasses__())
+    glyph_classes = manim_glyph_classes()  # (seen before any script runs)
     names = ("setattr", "id", "str")
     objs = tuple(getattr(builtins, n) for n in names)
     near_limit = near_recursion_limit
@@ -465,8 +477,7 @@ def install_copier(marker: str | None = None) -> bool:
             cls = self.__class__
             result = cls.__new__(cls)
             clone_from_id[id(self)] = result
-            hooks = glyph_classes.get(type(self))
-            if hooks is not None and hooks[0] is type(self).__setattr__ and hooks[1] is type(self).__getattribute__:
+            if own_glyph(self, glyph_classes):
                 for k, v in self.__dict__.items():
                     if k == "path_obj" and type(v) is se_path:
                         if near_limit():  # the standard copy of the path could have hit the recursion limit
