@@ -85,6 +85,9 @@ class ExecuteSchema:
     play_hashing: bool = MISSING
     fast_paths: bool = True  # exact fast paths of manim helpers in the render child (execute/fastpaths.py)
     share_glyph_paths: bool = False  # with them: render copies share glyphs' parsed SVG paths (opt-in)
+    # record every written frame's text boxes (execute/textboxes.py, PADVC's scene masks): null = only where the
+    # PADVC stage reads them (resolved in pipeline/options.py: metrics.padvc on with the `scene` OCR backend)
+    text_boxes: Optional[bool] = None
     sandbox: str = MISSING
     limits: ExecuteLimitsSchema = field(default_factory=ExecuteLimitsSchema)
     network_isolation: bool = MISSING

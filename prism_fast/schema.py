@@ -83,7 +83,7 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("tex_format", _S),  # on | off | failed | unavailable | not_ready (head start before the driver's format)
         ("tex_format_compiles", _I),  # how many (the sample's own log; informational)
         ("play_hashing", _B),  # false: rendered with --disable_caching (execute.play_hashing)
-        ("fast_paths", _S),  # on | off: manim's helpers ran with execute/fastpaths.py's exact fast paths
+        ("fast_paths", _S),  # on | off | fallback | declined (the script reads the call stack): execute/fastpaths.py
         ("onepass", _S),  # off | ineligible | shared | separate | fallback (audit/onepass.py)
         ("onepass_reasons", _S),  # JSON list: why the audit could not share this render
         ("manim_executions", _I),  # Manim executions of this stage for the sample (2 = one-pass failed, re-rendered)
@@ -164,7 +164,7 @@ STAGE_FIELDS["audit"] = [
     ("audit_tampered", _S),  # JSON list of tamper evidence (audit/tamper.py); non-empty = the row failed
     ("tex_format", _S),  # a separate audit's compiles from the LaTeX format: on | off | failed | unavailable | not_ready
     ("tex_format_compiles", _I),  # how many (the audit child's own log; informational)
-    ("fast_paths", _S),  # on | off: a separate audit's manim helpers ran with execute/fastpaths.py (audit.fast_paths)
+    ("fast_paths", _S),  # on | off | fallback | declined: a separate audit's helpers (execute/fastpaths.py)
 ]
 
 STAGE_FIELDS["td"] = [

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import copyreg
+import functools
 
 # one-pass static reasons (audit/onepass_rule.py) that mean the script may reach an attribute by a name its text
 # does not show (reflection, evaluators, module hops, imports outside the short list): it could then mutate a
@@ -42,7 +43,9 @@ _REFLECTION = ("name:getattr", "name:setattr", "name:delattr", "name:hasattr", "
                "attr:cr_", "attr:ag_", "attr:f_", "attr:tb_", "attr:co_", "attr:cell_contents", "attr:modules",
                "attr:_os", "attr:sys", "attr:_sys", "attr:builtins", "attr:ctypeslib",
                # (glyph-path sharing) state of the copy machinery, and a text decoded other than as read here
-               "library_state:", "copy_protocol:", "source_encoding:")
+               "library_state:", "copy_protocol:", "source_encoding:",
+               # (red team 4) the call stack and its frames' locals (the copy walk's memo), object addresses
+               "frame_info:")
 
 
 # words that end sharing wherever they appear: the attribute, the copy machinery, the parser, and manim's SVG
@@ -50,10 +53,14 @@ _REFLECTION = ("name:getattr", "name:setattr", "name:delattr", "name:hasattr", "
 _NO_SHARE_WORDS = ("path_obj", "deepcopy", "svgelements", "get_mobjects_from", "path_to_mobject",
                    "apply_style_to_mobject", "generate_mobject", "init_svg_mobject", "handle_commands",
                    "modify_xml_tree", "handle_transform", "VMobjectFromSVGPath", "svg_mobject", "dispatch_table",
-                   "copyreg")
+                   "copyreg",
+                   # (red team 4) SVGMobject's other element handlers: each gets a parsed element of the document
+                   # whose paths the glyphs keep
+                   "rect_to_mobject", "line_to_mobject", "ellipse_to_mobject", "polygon_to_mobject",
+                   "polyline_to_mobject", "text_to_mobject")
 # names and attributes that end sharing: the classes of objects (`type(x)` of a captured path part, to patch or
 # spy on its copying), listings of the guard's class attribute, the svgelements module under manim's packages
-_NO_SHARE_NAMES = ("type", "dir", "help")
+_NO_SHARE_NAMES = ("type", "dir", "help", "id", "hash")  # (id/hash: object addresses, which sharing changes)
 _NO_SHARE_ATTRS = ("se", "svg_mobject", "svgelements")
 
 
@@ -267,7 +274,7 @@ def install(meta: dict | None = None, share_svg_paths: bool = False) -> bool:
         from prism_fast.execute.fastpaths import manim_glyph_classes, near_recursion_limit, own_glyph, tripped_here
 
         _SHARING.update(classes=manim_glyph_classes(), own_glyph=own_glyph, path=svg_mobject.se.Path,
-                        near_limit=near_recursion_limit, trip=tripped_here)
+                        near_limit=functools.partial(near_recursion_limit, probe=False), trip=tripped_here)
         Mobject.__deepcopy__ = mobject_deepcopy_sharing_svg_paths
     else:
         Mobject.__deepcopy__ = mobject_deepcopy

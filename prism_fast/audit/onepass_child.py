@@ -711,9 +711,39 @@ def _runs_script(attr, code_file) -> bool:
 
 def _script_class(cls, code_file) -> bool:
     """A class with a function written in the script anywhere in its MRO or its metaclass's."""
-    if code_file is None:
+    if code_file is None or _library_only(cls):
         return False
     return any(_runs_script(attr, code_file) for ns in _namespaces(cls) for attr in list(ns.values()))
+
+
+_LIBRARY_CLASS_IDS: frozenset | None = None  # the classes the library table binds (warm(), or the first baseline)
+_LIBRARY_ONLY: dict = {}  # id(cls) -> (cls, its MRO, its metaclass's MRO) of classes found library-only
+
+
+def _library_only(cls) -> bool:
+    """Whether every heap class in ``cls``'s MRO and its metaclass's is a class the library table binds: then none
+    of their namespaces holds script code unless the script changed one, which the table's check at every play
+    finds first (a script patch; accepted differences hold no script code) -- so the namespace walks of
+    :func:`_script_methods` and :func:`_script_class` (a third of a play's checks on formula-heavy scenes) can be
+    skipped. Remembered per class with the MRO tuples it was decided on (a new ``__bases__`` gives a new MRO)."""
+    ids = _LIBRARY_CLASS_IDS
+    if ids is None or not isinstance(cls, type):
+        return False
+    meta = type(cls)
+    mro = _TYPE_MRO(cls)
+    meta_mro = _TYPE_MRO(meta) if meta is not type else ()
+    hit = _LIBRARY_ONLY.get(id(cls))
+    if hit is not None and hit[0] is cls and hit[1] is mro and hit[2] is meta_mro:
+        return True
+    if all(id(k) in ids for k in (*mro, *meta_mro) if _TYPE_FLAGS(k) & _HEAP_TYPE):
+        _LIBRARY_ONLY[id(cls)] = (cls, mro, meta_mro)
+        return True
+    return False
+
+
+def _library_class_ids(table: dict) -> frozenset:
+    """The ids of the classes a library table binds (kept alive by the table, so an id is never reused)."""
+    return frozenset(id(v) for v in table.values() if isinstance(v, type))
 
 
 _LIBRARY_NAMES: frozenset | None = None  # every attribute name a class of the watched libraries defines
@@ -737,6 +767,8 @@ def _script_methods(cls, code_file) -> list[str]:
     (``activate``) is only ever called by the script itself, the same number of times in both executions."""
     if code_file is None:
         return ["<unknown script>"]
+    if _library_only(cls):
+        return []
     names = _library_names()
     out = []
     # a script mixin's methods too (`class Sq(Mixin, Square)`), and a script metaclass's (`__getattribute__`,
@@ -801,8 +833,11 @@ PATCH_WATCHED = ("manim", "manimpango", "numpy", "scipy", "cairo", "PIL", "math"
                  "screeninfo", "decorator", "pygments", "networkx", "watchdog", "cloup", "click")
 
 
+_WATCHED_ROOTS = frozenset(PATCH_WATCHED)
+
+
 def _watched(mod_name: str, mod) -> bool:
-    return mod is not None and mod_name.split(".")[0] in PATCH_WATCHED
+    return mod is not None and mod_name.split(".")[0] in _WATCHED_ROOTS
 
 
 def _library_callables() -> dict:
@@ -832,9 +867,10 @@ class _ModulePart:
     namespace of every class it defines (``classes``: class, live namespace, copy), and -- where
     :data:`_VERSIONS` works -- live views of those namespaces' version tags and the tags they had when read."""
 
-    __slots__ = ("mod", "ns", "snap", "classes", "entries", "dicts", "views", "tags")
+    __slots__ = ("name", "mod", "ns", "snap", "classes", "entries", "dicts", "views", "tags")
 
     def __init__(self, mod_name: str, mod):
+        self.name = mod_name
         self.mod, self.entries, self.classes, self.dicts, self.views, self.tags = mod, {}, [], [], [], ()
         try:
             self.ns = vars(mod)
@@ -995,17 +1031,35 @@ class _Table:
 
     def current(self) -> tuple[dict, "_Watch"]:
         live = {name: mod for name, mod in list(sys.modules.items()) if _watched(name, mod)}
-        dirty = self.merged is None or live.keys() != self.parts.keys()
+        stale = [self.parts[name] for name in self.parts.keys() - live.keys()]  # modules gone
         for name, mod in live.items():
             part = self.parts.get(name)
             if part is None or not part.current(mod):
-                self.parts[name] = _ModulePart(name, mod)
-                dirty = True
+                if part is not None:
+                    stale.append(part)
+                self.parts[name] = fresh = _ModulePart(name, mod)
+                stale.append(fresh)  # (its entries go in below)
+        dirty = self.merged is None or bool(stale)
         if dirty:
-            self.parts = {name: self.parts[name] for name in live}
-            self.merged = {}
-            for part in self.parts.values():
-                self.merged.update(part.entries)
+            if self.parts.keys() != live.keys() or list(self.parts) != list(live):
+                self.parts = {name: self.parts[name] for name in live}
+            if self.merged is None:
+                merged = {}
+                for part in self.parts.values():
+                    merged.update(part.entries)
+            else:
+                # only the parts that changed: a part's keys all start with its own module's name, so removing a
+                # replaced part's entries and adding its successor's gives the full merge's dict (in another order,
+                # which no check reads); a new dict, so that an earlier baseline keeps its own
+                merged = dict(self.merged)
+                for part in stale:
+                    if self.parts.get(part.name) is not part:
+                        for key in part.entries:
+                            merged.pop(key, None)
+                for part in stale:
+                    if self.parts.get(part.name) is part:
+                        merged.update(part.entries)
+            self.merged = merged
         if dirty or self.watch is None:
             self.watch = _Watch.over(self.parts)
         return self.merged, self.watch
@@ -1017,9 +1071,10 @@ _TABLE: _Table | None = None
 def warm() -> None:
     """Called once by the prefork server after it imported this module (``execute/worker.py``), before any fork:
     the library table every render child starts from."""
-    global _TABLE
+    global _TABLE, _LIBRARY_CLASS_IDS
     _TABLE = _Table()
-    _TABLE.current()  # the merged table and its watch, so a child only redoes the parts that changed
+    merged, _ = _TABLE.current()  # the merged table and its watch, so a child only redoes the parts that changed
+    _LIBRARY_CLASS_IDS = _library_class_ids(merged)
 
 
 def _baseline() -> tuple[dict, "_Watch"]:

@@ -14,6 +14,7 @@ import string
 import sys
 
 from prism_fast.audit import onepass_rules
+from prism_fast.execute import fastpaths
 
 SAFE_IMPORTS = frozenset({
     "manim", "numpy", "math", "cmath", "random", "itertools", "functools", "collections", "typing", "string",
@@ -94,6 +95,9 @@ STATE_HOOKS = frozenset({"seterr", "seterrcall", "errstate", "suppress_warnings"
                          # copy's reducer registry (`copy.dispatch_table[ManimColor] = f`): the render copies
                          # mobjects with deepcopy, the audit-only run with its own copier (audit/fastcopy.py)
                          "dispatch_table"})
+# the call stack without a frame attribute (red team 4): `logger.findCaller`, a record's `stack_info`, rich's
+# `console._caller_frame_info` (the locals of any caller frame, the observers' included): execute/fastpaths.py
+FRAME_INFO = fastpaths.FRAME_INFO
 # setattr by a name the AST need not show: manim's `Mobject.set(self, **kwargs)` called unbound on any object
 # (`Mobject.set(f, **{computed: v})` reaches a library function's `__defaults__` or a module's `__class__`), and
 # copy's protocol, which sets the state a script's `__reduce__` returns on the object it names
@@ -199,9 +203,17 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in STDLIB_SAFE:
             for alias in node.names:
                 stdlib_aliases[alias.asname or alias.name] = True  # a submodule or any object of the module
+    own_private = _own_private_attributes(tree)
     for node in onepass_rules.walk(tree, rules.skip):
         if id(node) in exempt:
             continue
+        if isinstance(node, ast.Attribute) and _private(node.attr) and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and node.attr in own_private):
+            add(f"private:.{node.attr}")  # a library object's internals (`console._caller_frame_info`)
+        named = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                 else node.arg if isinstance(node, ast.keyword) else node.name if isinstance(node, ast.alias) else None)
+        if named in FRAME_INFO:
+            add(f"frame_info:{named}")
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in SAFE_IMPORTS:
@@ -211,7 +223,7 @@ def _static_reasons(tree: ast.AST) -> list[str]:
                 add("relative_import")
             elif (node.module or "").split(".")[0] not in SAFE_IMPORTS:
                 add(f"import:{node.module}")
-            if (node.module or "").split(".")[0] in STDLIB_SAFE and any(a.name.startswith("_") for a in node.names):
+            if any(a.name.startswith("_") for a in node.names):  # (a private name of any module, manim's too)
                 add(f"private:{node.module}")
             for alias in node.names:  # `from manim.utils.module_ops import inspect`, `from operator import attrgetter`
                 if alias.name in MODULE_ATTRS or alias.name.lstrip("_") in MODULE_ATTRS:
@@ -330,6 +342,30 @@ def _scene_identity_reasons(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.Attribute) and node.attr in IDENTITY_ATTRS:
             out.append(f"scene_identity:.{node.attr}")
     return list(dict.fromkeys(out))
+
+
+def _private(attr: str) -> bool:
+    """A single-underscore name (``_x``; dunders and ``__x`` have their own reasons)."""
+    return attr.startswith("_") and not attr.startswith("__")
+
+
+def _own_private_attributes(tree: ast.AST) -> frozenset:
+    """Private names the script defines on its own objects: methods of its classes and ``self._x = ...`` stores
+    (only these may be read, and only as ``self._x``/``cls._x``; any other private read is a library's internals)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _private(item.name):
+                    names.add(item.name)
+                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    for target in (item.targets if isinstance(item, ast.Assign) else [item.target]):
+                        if isinstance(target, ast.Name) and _private(target.id):
+                            names.add(target.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _private(node.attr) \
+                and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            names.add(node.attr)
+    return frozenset(names)
 
 
 def _a_class(node: ast.AST) -> bool:

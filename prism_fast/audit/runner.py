@@ -165,6 +165,9 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format, tex_format_deferred)
         env.update(tex_env)
         fast = cfg.fast_paths and not cfg.full_fidelity
+        # a script that reads the call stack would see a fast path's frame (execute/fastpaths.py FRAME_INFO)
+        declined = fast and fastpaths.reads_call_stack(Path(script_path).read_text(encoding="utf-8", errors="replace"))
+        fast = fast and not declined
         if fast:
             env[fastpaths.ENV] = str(scratch / fastpaths.MARKER_NAME)
         rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view)
@@ -206,7 +209,8 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
                sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
-               tex_format_compiles=fmt_compiles, fast_paths=meta.get("fast_paths", "off"))
+               tex_format_compiles=fmt_compiles,
+               fast_paths="declined" if declined else meta.get("fast_paths", "off"))
     if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's
         row.update(status="error", error_kind="sandbox_error", error_detail=res.launch_error)
     elif rc is not None:

@@ -36,6 +36,38 @@ ENV = "PRISM_FAST_PATHS"  # the parent's request: the path of the tripwire file 
 MARKER_NAME = ".prism_fast_paths_tripped"
 SHARE_ENV = "PRISM_FAST_COPY"  # "1": copies share glyph paths (install_copier), where the parent decided it is exact
 
+# What hands a script the interpreter's call stack without a frame attribute (red team 4): logging's caller lookup
+# (`logger.findCaller(True)` -- manim's `logger` -- gives every frame's file and function as text; a record's
+# `stack_info`, a `stacklevel` naming an outer frame) and rich's (`console._caller_frame_info(n)`: the *locals* of
+# any caller frame). A fast path is a frame of ours where manim's own code would be, so a script that reads the
+# stack renders without them (row fast_paths=declined; the one-pass rule refuses these names too: FRAME_INFO there).
+FRAME_INFO = frozenset({"findCaller", "stack_info", "stacklevel", "currentframe", "_caller_frame_info",
+                        "_stack_offset", "log_locals", "show_locals", "print_stack", "extract_stack", "format_stack",
+                        "walk_stack", "getframeinfo", "getouterframes", "getinnerframes"})
+
+
+def reads_call_stack(script_text: str) -> bool:
+    """Whether the script names anything of :data:`FRAME_INFO` (a name, an attribute, a keyword or an imported
+    name; identifiers as Python reads them, NFKC-folded), or cannot be read."""
+    import ast
+    import unicodedata
+
+    if not any(word in text for word in FRAME_INFO
+               for text in (script_text, unicodedata.normalize("NFKC", script_text))):
+        return False
+    try:
+        tree = ast.parse(script_text)
+        for node in ast.walk(tree):
+            name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                    else node.arg if isinstance(node, ast.keyword) else node.name if isinstance(node, ast.alias)
+                    else None)
+            if name in FRAME_INFO:
+                return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return False
+
+
 _ORIG: dict[str, object] = {}
 _INSTALLED = False
 _MARKER: str | None = None
@@ -293,17 +325,34 @@ def uninstall() -> None:
 _getframe, _getlimit = sys._getframe, sys.getrecursionlimit  # (held before any script runs)
 
 
-def near_recursion_limit() -> bool:
-    """Whether the caller runs within ``HEADROOM`` frames of the recursion limit (where a standard deep copy of a
-    glyph's path, which a shared copy skips, could have raised ``RecursionError``)."""
+def near_recursion_limit(probe: bool = True) -> bool:
+    """Whether the caller runs within ``HEADROOM`` levels of the recursion limit (where a standard deep copy of a
+    glyph's path, which a shared copy skips, could have raised ``RecursionError``). Python 3.11 counts C-level
+    recursion (a script's ``__eq__`` through a comparison, ``repr`` of nested lists) against the same limit as
+    frames, so the frame count alone misses it (red team 4: a copy inside recursion through ``__eq__`` at 490
+    frames of a 1000 limit): a probe that recurses ``HEADROOM`` levels measures what is really left (~10-25 µs).
+    ``probe=False``: the frame count only (the separate audit's copier, whose walk differs from the standard
+    library's in depth anyway: docs/design.md)."""
     limit = _getlimit()
     if limit <= HEADROOM:
         return True
     try:
         _getframe(limit - HEADROOM)
     except ValueError:
+        pass
+    else:
+        return True
+    if not probe:
         return False
-    return True
+    try:
+        _probe(HEADROOM)
+    except RecursionError:
+        return True
+    return False
+
+
+def _probe(n: int) -> int:
+    return 0 if n <= 0 else 1 + _probe(n - 1)
 
 
 def manim_glyph_classes() -> dict:

@@ -348,7 +348,10 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     # render-time observers (observers.py): asked for only where trusted code runs in the child, like text boxes
     observed = observers if _child_installs(cfg, row["backend"]) else ()
     fast = bool(cfg.fast_paths) and _child_installs(cfg, row["backend"])
-    row["fast_paths"] = "on" if fast else "off"
+    # a script that reads the call stack would see a fast path's frame where manim's own is (fastpaths.FRAME_INFO)
+    declined = fast and fastpaths.reads_call_stack(script_text)
+    fast = fast and not declined
+    row["fast_paths"] = "declined" if declined else "on" if fast else "off"
     # the request reaches the child in its environment (removed there before the script runs: fastpaths.py)
     fast_env = {fastpaths.ENV: str(work / fastpaths.MARKER_NAME)} if fast else {}
     if fast and share_svg_paths and not cfg.play_hashing:  # (manim's play hash walks objects by identity)

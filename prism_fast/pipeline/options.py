@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prism_fast.audit.config import AuditConfig
@@ -111,6 +111,7 @@ def options_from_config(cfg) -> EvalOptions:
     snapshot["dataset"]["path"] = dataset_path
     # the typed groups (prism_fast/config_schema.py)
     dataset, execute, audit = (OmegaConf.to_object(cfg[g]) for g in ("dataset", "execute", "audit"))
+    padvc = OmegaConf.to_object(cfg.metrics.padvc)
     dataset.path = dataset_path
     predictions = cfg.model.get("predictions")
     restrict = False
@@ -126,9 +127,9 @@ def options_from_config(cfg) -> EvalOptions:
         languages=list(cfg.lang.languages),
         dataset=dataset,
         profile=profile,
-        render=execute.render_config(runs_root),
+        render=replace(execute.render_config(runs_root), text_boxes=wants_text_boxes(execute, padvc, profile)),
         execute=execute,
-        padvc=OmegaConf.to_object(cfg.metrics.padvc),
+        padvc=padvc,
         runs_root=runs_root,
         restrict_to_predictions=restrict,
         retry_failed=bool(cfg.retry_failed),
@@ -149,6 +150,16 @@ def options_from_config(cfg) -> EvalOptions:
         on_settings_change=str(cfg.get("on_settings_change", "recompute")),
         config_snapshot=snapshot,
     )
+
+
+def wants_text_boxes(execute: ExecuteSchema, padvc: PadvcSchema, profile: Profile) -> bool:
+    """Whether renders record their text boxes (execute/textboxes.py): ``execute.text_boxes`` where set, else only
+    where this run's PADVC stage reads them (enabled, with the OCR backend ``scene`` under ``profile``): recording
+    costs ~3 % of a render's CPU and never changes a video. The exec stage's settings hold the resolved value
+    (pipeline/settings.py), so a resumed run that now needs them renders again."""
+    if execute.text_boxes is not None:
+        return bool(execute.text_boxes)
+    return bool(padvc.enabled) and padvc.ocr_settings(profile).backend == "scene"
 
 
 def _td_params(cfg) -> dict:

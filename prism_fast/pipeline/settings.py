@@ -21,7 +21,7 @@ the upstream rows — TD's weight is the audit's rate, its video the render's):
 * ``tasks``: profile and fixed quirks (cleaning), ``model.kind``; inputs: instruction, script, clean status;
 * ``exec``: profile, quirks, environment fingerprint (manim, TeX, fonts, …), ``execute.*`` except execution
   strategy (``workers``, ``prefork``, ``cache``, ``tex_cache``, ``schedule``, ``head_start``: tested to give
-  identical rows);
+  identical rows), with ``execute.text_boxes`` as resolved (null: whether PADVC reads them, pipeline/options.py);
 * ``audit``: profile, quirks, environment, every audit threshold and execution setting that the audit cache
   keys on (``audit.*`` except ``enabled``, ``cache`` and the cache's own ``NOT_IN_KEY``);
 * ``td``: exec + audit settings, ``metrics.td.tau``, ``metrics.decoder``, ``metrics.device``, the language's
@@ -82,6 +82,11 @@ def stage_settings(opts, env_hash: str | None) -> dict[str, dict[str, dict]]:
     profile = {"profile": opts.profile.name, "quirks_fixed": sorted(opts.profile.fixed)}
     base = {**profile, "environment": env_hash}
     execute = _without(_flat("execute", snap.get("execute") or {}), _EXECUTE_STRATEGY)
+    render = getattr(opts, "render", None)
+    if render is not None and "execute.text_boxes" in execute:
+        # the resolved value (null = where PADVC reads them): rows rendered without the boxes are stale for a run
+        # that reads them (pipeline/options.py wants_text_boxes)
+        execute["execute.text_boxes"] = bool(render.text_boxes)
     audit = _without(_flat("audit", snap.get("audit") or {}),
                      (*_AUDIT_STRATEGY, *(f"audit.{k}" for k in NOT_IN_KEY)))
     metrics = snap.get("metrics") or {}

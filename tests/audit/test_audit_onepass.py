@@ -518,6 +518,15 @@ def test_static_rule():
         "Mobject.set(np, **{'_' * 2 + 'class' + '_' * 2: M})": "unbound_set",
         "s = type(sq).set": "unbound_set",
         "class A:\n    def __reduce__(self):\n        return (f, (np,), (None, d))": "copy_protocol:__reduce__",
+        # red team 4: the call stack without a frame attribute -- logging's caller lookup (manim's `logger`), a
+        # record's stack, rich's caller-frame locals -- and a library object's internals by a private name
+        "s = logger.findCaller(True)[3]": "frame_info:findCaller",
+        "logger.info('x', stack_info=True)": "frame_info:stack_info",
+        "logger.warning('x', stacklevel=4)": "frame_info:stacklevel",
+        "m = console._caller_frame_info(1)[2]['memo']": "private:._caller_frame_info",
+        "k = tex._tex_string": "private:._tex_string",
+        "class C:\n    _v = 1\nv = C()._v": "private:._v",  # (a script's own name, but not through self)
+        "from manim import _config": "private:manim",
     }
     for code, reason in cases.items():
         assert reason in onepass.static_reasons(code), code
@@ -527,6 +536,10 @@ def test_static_rule():
     assert onepass.static_reasons("a = np.array([1, 2])\ns = '{:.2f} {}'.format(x, y)\n"
                                   "def f(x: int) -> list:\n    return [x]") == []
     assert onepass.static_reasons("sq.set(color=RED)\nself.set(x=1)\nVGroup(a, b).set(color=RED)") == []
+    # private names the script defines on its own objects, read through self/cls
+    assert onepass.static_reasons("class A:\n    _v = 1\n    def _g(self):\n        self._w = 2\n"
+                                  "        return self._v + self._w + self._g2()\n    def _g2(self):\n"
+                                  "        return cls._v") == []
 
 
 def test_plan_reasons_switch_profile_backend_and_images():

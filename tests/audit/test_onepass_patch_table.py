@@ -882,3 +882,41 @@ def test_a_bound_method_of_the_instruments_is_not_one_of_them(manim_modules, mon
     assert "manim.utils.bezier.interpolate" in oc._patched(base)
     monkeypatch.setattr(bezier, "interpolate", oc._same)  # a plain function of the package: accepted
     assert "manim.utils.bezier.interpolate" not in oc._patched(base)
+
+
+def test_library_only_classes_skip_the_walk_only_where_it_finds_nothing(monkeypatch, tmp_path):
+    """``_library_only``: a class whose every heap class (its MRO's and its metaclass's) is bound by the library
+    table skips ``_script_methods``/``_script_class``'s namespace walks. Over every class of the table the walk
+    finds nothing (so skipping it changes no verdict); a script class, a library class given a script base (a new
+    MRO) and one under a script metaclass are walked, and their script methods found."""
+    from manim import Square, VMobject
+
+    table = oc._Table()
+    merged, _ = table.current()
+    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", oc._library_class_ids(merged))
+    monkeypatch.setattr(oc, "_LIBRARY_ONLY", {})
+    code_file = str(tmp_path / "scene.py")
+    classes = [v for v in merged.values() if isinstance(v, type)]
+    assert len(classes) > 500 and oc._library_only(VMobject) and oc._library_only(Square)
+    skipped = [c for c in classes if oc._library_only(c)]
+    assert len(skipped) > 0.9 * len(classes)
+    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", None)  # the walk itself, for the same classes
+    assert not [c for c in skipped if oc._script_methods(c, code_file) or oc._script_class(c, code_file)]
+    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", oc._library_class_ids(merged))
+
+    ns = {}
+    exec(compile("from manim import Square\nclass Mine(Square):\n    def get_family(self, recurse=True):\n"
+                 "        return [self]\nclass Base:\n    def __array_finalize__(self, obj):\n        pass\n"
+                 "class Meta(type(Square)):\n    def __instancecheck__(cls, obj):\n        return True\n",
+                 code_file, "exec"), ns)
+    assert not oc._library_only(ns["Mine"]) and oc._script_methods(ns["Mine"], code_file) == ["get_family"]
+
+    class Lib(Square):  # a class of "the library" for this test: its id joins the table's
+        pass
+
+    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", oc._LIBRARY_CLASS_IDS | {id(Lib)})
+    assert oc._library_only(Lib) and oc._script_methods(Lib, code_file) == []
+    Lib.__bases__ = (ns["Base"], Square)  # a new MRO: decided again, and walked
+    assert not oc._library_only(Lib) and oc._script_methods(Lib, code_file) == ["__array_finalize__"]
+    Under = ns["Meta"]("Under", (Square,), {})
+    assert not oc._library_only(Under) and oc._script_class(Under, code_file)

@@ -182,6 +182,47 @@ def test_readers_of_the_instance_dict_trip_the_wire(tmp_path, mobjects, copier):
         fastpaths._MARKER = None
 
 
+def test_the_recursion_trip_counts_c_level_recursion():
+    """Python 3.11 counts C-level recursion against the same limit as frames (red team 4: copies inside recursion
+    through a script's ``__eq__`` reached the limit at half the frames): the trip measures what is left."""
+
+    class Deep:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __eq__(self, other):  # one frame and one C-level comparison per level
+            return self.inner == other.inner if isinstance(other.inner, Deep) else probe()
+
+    hits = []
+
+    def probe():
+        hits.append(fastpaths.near_recursion_limit())
+        return True
+
+    def chain(n):
+        d = Deep(None)
+        for _ in range(n):
+            d = Deep(d)
+        return d
+
+    limit = sys.getrecursionlimit()
+    deepest = 0
+    for n in range(10, limit, 10):  # the deepest chain that compares without RecursionError
+        try:
+            chain(n) == chain(n)
+        except RecursionError:
+            break
+        deepest = n
+    frames_left = limit - deepest  # (each level is one frame: far more than HEADROOM frames remain)
+    assert frames_left > 2 * fastpaths.HEADROOM
+    hits.clear()
+    chain(deepest - fastpaths.HEADROOM // 4) == chain(deepest - fastpaths.HEADROOM // 4)
+    assert hits == [True]  # within HEADROOM of the limit by its real budget
+    hits.clear()
+    chain(10) == chain(10)
+    assert hits == [False]
+
+
 def test_only_a_parsed_path_is_shared(mobjects, copier):
     """A value that is no ``svgelements.Path`` (planted by a script) is copied, not shared."""
     glyph = mobjects["MathTex"].copy()[0][0]

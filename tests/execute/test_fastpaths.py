@@ -352,6 +352,27 @@ CAUGHT = textwrap.dedent("""
 """).lstrip()
 
 
+# reads the call stack from inside a fast path (a script override reached from get_points_defining_boundary): a
+# text that says whether a frame of ours was there (red team 4: manim's logger.findCaller(True) gives the stack)
+STACK = textwrap.dedent("""
+    from manim import *
+
+    seen = []
+
+    class Part(Square):
+        def get_family(self, recurse=True):
+            seen.append("fastpaths" in (logger.findCaller(True)[3] or ""))
+            return super().get_family(recurse)
+
+    class Stack(Scene):
+        def construct(self):
+            group = VGroup(Part(), Circle())
+            group.get_top()
+            self.add(group, Text("ours" if any(seen) else "manim").to_edge(DOWN))
+            self.wait(0.2)
+""").lstrip()
+
+
 def _digest(path) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path and Path(path).exists() else None
 
@@ -368,7 +389,8 @@ def renders(tmp_path_factory):
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
     out = {}
     try:
-        for sid, script in (("shapes", SHAPES), ("space", SPACE), ("raises", RAISES), ("caught", CAUGHT)):
+        for sid, script in (("shapes", SHAPES), ("space", SPACE), ("raises", RAISES), ("caught", CAUGHT),
+                            ("stack", STACK)):
             for fast in (True, False):
                 row = onepass.render_with_onepass(sid, script, base / f"{sid}-{fast}",
                                                   replace(cfg, fast_paths=fast), REFERENCE, None, worker.run,
@@ -420,6 +442,19 @@ def test_an_exception_through_a_fast_path_renders_again_without_them(renders, si
     assert (sid == "caught") == bool(fast["success"])
 
 
+def test_a_script_that_reads_the_call_stack_renders_without_them(renders):
+    from prism_fast.execute.fastpaths import reads_call_stack
+
+    fast, plain = renders["stack", True], renders["stack", False]
+    assert reads_call_stack(STACK) and not reads_call_stack(SHAPES)
+    assert fast["fast_paths"] == "declined" and plain["fast_paths"] == "off"
+    assert fast["success"] and fast["manim_executions"] == plain["manim_executions"] == 1
+    for key in COMPARED:
+        assert fast[key] == plain[key], key
+    assert "frame_info:findCaller" in fast["onepass_reasons"] and fast["onepass"] == "ineligible"
+    assert _digest(fast["video_path"]) == _digest(plain["video_path"]) is not None
+
+
 _PROGRESS = re.compile(r"\d+/\d+ \[[\d:<?]+, *[\d.?]+ *(?:it/s|s/it)\]")
 
 
@@ -454,6 +489,10 @@ def test_separate_audits_are_identical_both_ways(tmp_path):
         assert _stable(scratch.sub("X", logs[0])) == _stable(scratch.sub("X", logs[1]))
         assert "execute/fastpaths.py" not in logs[0]
     assert rows["shapes", True]["segment_count"] >= 2
+    path = tmp_path / "stack.py"
+    path.write_text(STACK, encoding="utf-8")
+    stack = audit_file(path, tmp_path / "w-stack", AuditConfig(prefork=True, fast_paths=True), REFERENCE)
+    assert stack["fast_paths"] == "declined" and stack["audit_success"]
 
 
 def test_the_script_never_sees_the_request(tmp_path):

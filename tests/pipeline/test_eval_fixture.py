@@ -63,3 +63,31 @@ def test_play_hashing_setting_reaches_the_render_config(tmp_path):
     assert on.render.play_hashing is True
     cfg = compose_config(f"runs_root={tmp_path}")
     assert cfg.profile_render.play_hashing is True  # profile-render times the authors' command by default
+
+
+def test_text_boxes_are_recorded_only_where_padvc_reads_them(tmp_path):
+    """``execute.text_boxes`` null (default): renders record text boxes only for a PADVC stage with the ``scene`` OCR
+    backend (explicitly, or improved's default); the resolved value is an exec setting, so rows rendered without
+    them are stale for a run that reads them."""
+    from prism_fast.pipeline.run import options_from_config
+    from prism_fast.pipeline.settings import stage_settings
+
+    def opts(*overrides):
+        return options_from_config(compose_config(f"runs_root={tmp_path}", *overrides))
+
+    default = opts()
+    assert default.render.text_boxes is False
+    assert opts("metrics.padvc.enabled=true").render.text_boxes is False  # reference: RapidOCR masks
+    scene = opts("metrics.padvc.enabled=true", "metrics.padvc.ocr_backend=scene")
+    assert scene.render.text_boxes is True
+    assert opts("metrics.padvc.enabled=false", "metrics.padvc.ocr_backend=scene").render.text_boxes is False
+    assert opts("profile=improved", "metrics.padvc.enabled=true").render.text_boxes is True  # Q-PADVC-15
+    assert opts("profile=improved", "metrics.padvc.enabled=true",
+                "metrics.padvc.ocr.scene_masks=off").render.text_boxes is False
+    assert opts("execute.text_boxes=true").render.text_boxes is True
+    assert opts("execute.text_boxes=false", "metrics.padvc.enabled=true",
+                "metrics.padvc.ocr_backend=scene").render.text_boxes is False
+    exec_of = {name: stage_settings(o, "env")["exec"]["en"] for name, o in (("default", default), ("scene", scene))}
+    assert exec_of["default"]["execute.text_boxes"] is False and exec_of["scene"]["execute.text_boxes"] is True
+    assert {k: v for k, v in exec_of["default"].items() if k != "execute.text_boxes"} == \
+        {k: v for k, v in exec_of["scene"].items() if k != "execute.text_boxes"}

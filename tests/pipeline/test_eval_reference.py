@@ -4,6 +4,7 @@ rows land in the store, and a re-run resumes without rendering anything again.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import cv2
 import pytest
@@ -38,6 +39,10 @@ def test_every_bundled_reference_answer_renders(reference_run):
 def test_videos_are_ql_854x480_at_15fps(reference_run):
     opts, _ = reference_run
     rows = ResultsStore(opts.run_dir).read("exec").to_pylist()
+    # PADVC is off by default: no render recorded text boxes (execute.text_boxes null: only where PADVC reads them)
+    assert opts.render.text_boxes is False
+    videos = {Path(r["video_path"]).parent for r in rows if r["video_path"]}
+    assert videos and not [p for d in videos for p in d.glob("*.textboxes.json")]
     for r in rows[:: max(1, len(rows) // 6)]:
         cap = cv2.VideoCapture(r["video_path"])
         try:
