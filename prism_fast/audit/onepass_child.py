@@ -716,12 +716,15 @@ def _script_class(cls, code_file) -> bool:
     return any(_runs_script(attr, code_file) for ns in _namespaces(cls) for attr in list(ns.values()))
 
 
-_LIBRARY_CLASS_IDS: frozenset | None = None  # the classes the library table binds (warm(), or the first baseline)
+# the classes whose namespaces the server's library table watches (warm()), held so that an id is never reused
+_LIBRARY_CLASSES: tuple = ()
+_LIBRARY_CLASS_IDS: frozenset | None = None
 _LIBRARY_ONLY: dict = {}  # id(cls) -> (cls, its MRO, its metaclass's MRO) of classes found library-only
 
 
 def _library_only(cls) -> bool:
-    """Whether every heap class in ``cls``'s MRO and its metaclass's is a class the library table binds: then none
+    """Whether every heap class in ``cls``'s MRO and its metaclass's is a class whose namespace the library table
+    watches (one a watched module defines: :func:`library_classes`): then none
     of their namespaces holds script code unless the script changed one, which the table's check at every play
     finds first (a script patch; accepted differences hold no script code) -- so the namespace walks of
     :func:`_script_methods` and :func:`_script_class` (a third of a play's checks on formula-heavy scenes) can be
@@ -741,9 +744,11 @@ def _library_only(cls) -> bool:
     return False
 
 
-def _library_class_ids(table: dict) -> frozenset:
-    """The ids of the classes a library table binds (kept alive by the table, so an id is never reused)."""
-    return frozenset(id(v) for v in table.values() if isinstance(v, type))
+def library_classes(table: "_Table") -> tuple:
+    """The classes whose namespaces ``table`` watches: those each watched module defines (``_ModulePart.classes``;
+    not a class a module merely imports from an unwatched one, as ``weakref.WeakSet`` from ``_weakrefset``, nor
+    nested classes: review)."""
+    return tuple(cls for part in table.parts.values() for cls, _ns, _snap in part.classes)
 
 
 _LIBRARY_NAMES: frozenset | None = None  # every attribute name a class of the watched libraries defines
@@ -1071,10 +1076,11 @@ _TABLE: _Table | None = None
 def warm() -> None:
     """Called once by the prefork server after it imported this module (``execute/worker.py``), before any fork:
     the library table every render child starts from."""
-    global _TABLE, _LIBRARY_CLASS_IDS
+    global _TABLE, _LIBRARY_CLASSES, _LIBRARY_CLASS_IDS
     _TABLE = _Table()
-    merged, _ = _TABLE.current()  # the merged table and its watch, so a child only redoes the parts that changed
-    _LIBRARY_CLASS_IDS = _library_class_ids(merged)
+    _TABLE.current()  # the merged table and its watch, so a child only redoes the parts that changed
+    _LIBRARY_CLASSES = library_classes(_TABLE)
+    _LIBRARY_CLASS_IDS = frozenset(map(id, _LIBRARY_CLASSES))
 
 
 def _baseline() -> tuple[dict, "_Watch"]:

@@ -14,7 +14,7 @@ import string
 import sys
 
 from prism_fast.audit import onepass_rules
-from prism_fast.execute import fastpaths
+from prism_fast.execute import fastpaths, source_text
 
 SAFE_IMPORTS = frozenset({
     "manim", "numpy", "math", "cmath", "random", "itertools", "functools", "collections", "typing", "string",
@@ -130,35 +130,8 @@ def _annotations(tree: ast.AST):
             yield node.annotation
 
 
-# PEP 263: a coding declaration in the first two lines makes Python decode the file with that codec, while this rule
-# (and every other reading of the script's text) sees the text as UTF-8: a `# coding: utf-7` script can hide code
-# in a comment (red team). Only UTF-8 declarations are read as what they are.
-_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-_UTF8_NAMES = ("utf-8", "utf8", "utf_8", "u8", "utf", "cp65001")
-
-
-def source_encoding_reason(source: str) -> str | None:
-    """``source_encoding:<name>`` when a PEP 263 declaration names anything but UTF-8, else None: by Python's own
-    reading of the bytes written for the script (``tokenize.detect_encoding``), and by the first two lines split as
-    Python splits them (only ``\n``, ``\r``: ``str.splitlines`` also splits on ``\x1c`` and others, which hid a
-    declaration on the real second line from the first version of this check -- red team 3)."""
-    import io
-    import tokenize
-
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(source.encode("utf-8", "surrogatepass")).readline)
-    except (SyntaxError, LookupError, UnicodeError) as exc:
-        return f"source_encoding:{type(exc).__name__}"
-    if encoding not in ("utf-8", "utf-8-sig"):
-        return f"source_encoding:{encoding}"
-    for line in re.split(r"\r\n|\r|\n", source)[:2]:
-        m = _CODING.match(line)
-        if m:
-            name = m.group(1).lower().replace("_", "-")
-            return None if name in _UTF8_NAMES or name.startswith("utf-8-") else f"source_encoding:{m.group(1)}"
-        if line.strip() and not line.lstrip().startswith("#"):
-            break  # a declaration counts only on the first or second line, after comments only
-    return None
+# PEP 263 declarations other than UTF-8 (red team 3): execute/source_text.py, shared with the fast paths' decline
+source_encoding_reason = source_text.source_encoding_reason
 
 
 def static_reasons(source: str) -> list[str]:
@@ -203,17 +176,26 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in STDLIB_SAFE:
             for alias in node.names:
                 stdlib_aliases[alias.asname or alias.name] = True  # a submodule or any object of the module
-    own_private = _own_private_attributes(tree)
+    forwards = _keyword_forwards(tree)
     for node in onepass_rules.walk(tree, rules.skip):
         if id(node) in exempt:
             continue
-        if isinstance(node, ast.Attribute) and _private(node.attr) and not (
-                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and node.attr in own_private):
-            add(f"private:.{node.attr}")  # a library object's internals (`console._caller_frame_info`)
-        named = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-                 else node.arg if isinstance(node, ast.keyword) else node.name if isinstance(node, ast.alias) else None)
-        if named in FRAME_INFO:
-            add(f"frame_info:{named}")
+        # a single-underscore attribute: a library object's internals (`console._caller_frame_info`); a script's own
+        # too, since `self` is only a name (`H.leak(logger)` runs `self._log` on manim's logger: red team)
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            add(f"private:.{node.attr}")
+        elif isinstance(node, ast.keyword) and node.arg is not None and _private(node.arg):
+            add(f"private:{node.arg}=")
+        word = fastpaths.stack_word(node)
+        if word is not None:
+            add(f"frame_info:{word}")
+        if isinstance(node, ast.Attribute) and node.attr[:4] in ("get_", "set_") and _magic_flagged(node.attr[4:]):
+            # manim's Mobject.__getattr__ turns `m.get_<x>()` into getattr(m, "<x>") and `m.set_<x>(v)` into
+            # setattr: the rule judges <x> as if written (red team: `get___dict__`, `get__caller_frame_info`)
+            add(f"getattr_magic:{node.attr}")
+        if isinstance(node, ast.keyword) and node.arg is None and not _literal_keywords(node.value) \
+                and id(node) not in forwards:
+            add("dynamic_keywords")  # `f(**mapping)`: keywords the rule cannot read (`**{"stack" + "_info": 1}`)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] not in SAFE_IMPORTS:
@@ -349,23 +331,38 @@ def _private(attr: str) -> bool:
     return attr.startswith("_") and not attr.startswith("__")
 
 
-def _own_private_attributes(tree: ast.AST) -> frozenset:
-    """Private names the script defines on its own objects: methods of its classes and ``self._x = ...`` stores
-    (only these may be read, and only as ``self._x``/``cls._x``; any other private read is a library's internals)."""
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _private(item.name):
-                    names.add(item.name)
-                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
-                    for target in (item.targets if isinstance(item, ast.Assign) else [item.target]):
-                        if isinstance(target, ast.Name) and _private(target.id):
-                            names.add(target.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _private(node.attr) \
-                and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
-            names.add(node.attr)
-    return frozenset(names)
+def _magic_flagged(name: str) -> bool:
+    """Whether the rule refuses ``name`` as an attribute: a private name or a dunder, or one of its lists."""
+    return name.startswith("_") or any(name in names for names in (
+        FLAG_ATTRS, FRAME_ATTRS, REACH_ATTRS, STRING_ACCESS, STATE_HOOKS, MODULE_ATTRS, FRAME_INFO, COPY_PROTOCOL))
+
+
+def _keyword_forwards(tree: ast.AST) -> set:
+    """The ``**kwargs`` arguments that only forward a function's own ``**kwargs`` parameter (``def f(**kw):
+    g(**kw)``, a wrapper's usual form): their keys are the callers' keywords, which the rule reads at each call
+    site. Only where every use of the name in the function is such a ``**`` (no store, item assignment or method
+    call on it)."""
+    safe = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or fn.args.kwarg is None:
+            continue
+        name = fn.args.kwarg.arg
+        body = fn.body if isinstance(fn.body, list) else [fn.body]
+        uses = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
+        kws = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.keyword) and n.arg is None
+               and isinstance(n.value, ast.Name) and n.value.id == name]
+        rebound = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.arg) and n.arg == name]
+        if len(uses) == len(kws) and not rebound:
+            safe.update(id(k) for k in kws)
+    return safe
+
+
+def _literal_keywords(node: ast.AST) -> bool:
+    """A ``**`` argument the rule can read: a dict display whose keys are string constants none of which is a
+    private name, a dunder or one of :data:`FRAME_INFO`."""
+    return isinstance(node, ast.Dict) and all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) and not k.value.startswith("_")
+        and k.value not in FRAME_INFO for k in node.keys)
 
 
 def _a_class(node: ast.AST) -> bool:

@@ -46,26 +46,44 @@ FRAME_INFO = frozenset({"findCaller", "stack_info", "stacklevel", "currentframe"
                         "walk_stack", "getframeinfo", "getouterframes", "getinnerframes"})
 
 
+def stack_word(node) -> str | None:
+    """The name of :data:`FRAME_INFO` an AST node uses, else None: a name, an attribute (also behind manim's
+    ``get_``/``set_`` prefixes: ``Mobject.__getattr__`` turns ``m.get_<x>()`` into ``getattr(m, "<x>")``), a keyword,
+    an imported name, a string constant (a key of a ``**`` dict)."""
+    import ast
+
+    if isinstance(node, ast.Name):
+        names = (node.id,)
+    elif isinstance(node, ast.Attribute):
+        names = (node.attr, node.attr[4:]) if node.attr[:4] in ("get_", "set_") else (node.attr,)
+    elif isinstance(node, ast.keyword):
+        names = (node.arg,)
+    elif isinstance(node, ast.alias):
+        names = (node.name,)
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        names = (node.value,)
+    else:
+        return None
+    return next((n for n in names if n in FRAME_INFO), None)
+
+
 def reads_call_stack(script_text: str) -> bool:
-    """Whether the script names anything of :data:`FRAME_INFO` (a name, an attribute, a keyword or an imported
-    name; identifiers as Python reads them, NFKC-folded), or cannot be read."""
+    """Whether the script uses anything of :data:`FRAME_INFO` (:func:`stack_word`; identifiers as Python reads them,
+    NFKC-folded), declares a coding other than UTF-8 (its text is then not what Python runs), or cannot be read."""
     import ast
     import unicodedata
 
+    from prism_fast.execute.source_text import source_encoding_reason
+
+    if source_encoding_reason(script_text) is not None:
+        return True
     if not any(word in text for word in FRAME_INFO
                for text in (script_text, unicodedata.normalize("NFKC", script_text))):
         return False
     try:
-        tree = ast.parse(script_text)
-        for node in ast.walk(tree):
-            name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-                    else node.arg if isinstance(node, ast.keyword) else node.name if isinstance(node, ast.alias)
-                    else None)
-            if name in FRAME_INFO:
-                return True
+        return any(stack_word(node) is not None for node in ast.walk(ast.parse(script_text)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
-    return False
 
 
 _ORIG: dict[str, object] = {}

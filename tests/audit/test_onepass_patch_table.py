@@ -891,18 +891,23 @@ def test_library_only_classes_skip_the_walk_only_where_it_finds_nothing(monkeypa
     MRO) and one under a script metaclass are walked, and their script methods found."""
     from manim import Square, VMobject
 
+    import weakref
+
     table = oc._Table()
     merged, _ = table.current()
-    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", oc._library_class_ids(merged))
+    ids = frozenset(map(id, oc.library_classes(table)))
+    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", ids)
     monkeypatch.setattr(oc, "_LIBRARY_ONLY", {})
     code_file = str(tmp_path / "scene.py")
     classes = [v for v in merged.values() if isinstance(v, type)]
     assert len(classes) > 500 and oc._library_only(VMobject) and oc._library_only(Square)
+    # a class a watched module only imports from an unwatched one: its namespace is not watched (review)
+    assert weakref.WeakSet in classes and not oc._library_only(weakref.WeakSet)
     skipped = [c for c in classes if oc._library_only(c)]
-    assert len(skipped) > 0.9 * len(classes)
+    assert len(skipped) > 0.8 * len(classes)
     monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", None)  # the walk itself, for the same classes
     assert not [c for c in skipped if oc._script_methods(c, code_file) or oc._script_class(c, code_file)]
-    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", oc._library_class_ids(merged))
+    monkeypatch.setattr(oc, "_LIBRARY_CLASS_IDS", ids)
 
     ns = {}
     exec(compile("from manim import Square\nclass Mine(Square):\n    def get_family(self, recurse=True):\n"

@@ -447,6 +447,10 @@ def test_a_script_that_reads_the_call_stack_renders_without_them(renders):
 
     fast, plain = renders["stack", True], renders["stack", False]
     assert reads_call_stack(STACK) and not reads_call_stack(SHAPES)
+    # behind manim's get_ prefix (Mobject.__getattr__), as a ** key, under a coding declaration Python decodes
+    assert reads_call_stack("s = Spy().get_findCaller()(True)")
+    assert reads_call_stack("logger.warning('x', **{'stack_info': True})")
+    assert reads_call_stack("# coding: utf-7\ns = logger.find+AEM-aller(True)")
     assert fast["fast_paths"] == "declined" and plain["fast_paths"] == "off"
     assert fast["success"] and fast["manim_executions"] == plain["manim_executions"] == 1
     for key in COMPARED:

@@ -84,6 +84,7 @@ def test_text_boxes_are_recorded_only_where_padvc_reads_them(tmp_path):
     assert opts("profile=improved", "metrics.padvc.enabled=true").render.text_boxes is True  # Q-PADVC-15
     assert opts("profile=improved", "metrics.padvc.enabled=true",
                 "metrics.padvc.ocr.scene_masks=off").render.text_boxes is False
+    assert opts("metrics.padvc.enabled=true", "metrics.padvc.ocr.reuse=text").render.text_boxes is True  # OCR reuse
     assert opts("execute.text_boxes=true").render.text_boxes is True
     assert opts("execute.text_boxes=false", "metrics.padvc.enabled=true",
                 "metrics.padvc.ocr_backend=scene").render.text_boxes is False
