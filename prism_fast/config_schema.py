@@ -86,7 +86,7 @@ class ExecuteSchema:
     fast_paths: bool = True  # exact fast paths of manim helpers in the render child (execute/fastpaths.py)
     share_glyph_paths: bool = False  # with them: render copies share glyphs' parsed SVG paths (opt-in)
     # record every written frame's text boxes (execute/textboxes.py, PADVC's scene masks): null = only where the
-    # PADVC stage reads them (resolved in pipeline/options.py: metrics.padvc on with the `scene` OCR backend)
+    # PADVC stage reads them (pipeline/options.py wants_text_boxes: the `scene` OCR backend or OCR reuse `text`)
     text_boxes: Optional[bool] = None
     sandbox: str = MISSING
     limits: ExecuteLimitsSchema = field(default_factory=ExecuteLimitsSchema)
