@@ -155,9 +155,8 @@ def options_from_config(cfg) -> EvalOptions:
 def wants_text_boxes(execute: ExecuteSchema, padvc: PadvcSchema, profile: Profile) -> bool:
     """Whether renders record their text boxes (execute/textboxes.py): ``execute.text_boxes`` where set, else only
     where this run's PADVC stage reads them (enabled, with the OCR backend ``scene`` under ``profile`` or OCR reuse
-    ``text``): recording
-    costs ~3 % of a render's CPU and never changes a video. The exec stage's settings hold the resolved value
-    (pipeline/settings.py), so a resumed run that now needs them renders again."""
+    ``text``): recording costs ~3 % of a render's CPU and never changes a video. The exec stage's settings hold the
+    resolved value (pipeline/settings.py), so a resumed run that now needs them renders again."""
     if execute.text_boxes is not None:
         return bool(execute.text_boxes)
     ocr = padvc.ocr_settings(profile)
