@@ -167,6 +167,9 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         fast = cfg.fast_paths and not cfg.full_fidelity
         # a script that reads the call stack would see a fast path's frame (execute/fastpaths.py FRAME_INFO)
         declined = fast and fastpaths.reads_call_stack(Path(script_path).read_text(encoding="utf-8", errors="replace"))
+        if declined:
+            _log.warning("audit %s: the script reads the call stack; audited without fast paths (row: "
+                         "fast_paths=declined)", sample_id)
         fast = fast and not declined
         if fast:
             env[fastpaths.ENV] = str(scratch / fastpaths.MARKER_NAME)

@@ -350,6 +350,9 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
     fast = bool(cfg.fast_paths) and _child_installs(cfg, row["backend"])
     # a script that reads the call stack would see a fast path's frame where manim's own is (fastpaths.FRAME_INFO)
     declined = fast and fastpaths.reads_call_stack(script_text)
+    if declined:
+        log.warning("render %s: the script reads the call stack; rendered without fast paths (row: "
+                    "fast_paths=declined)", sample_id)
     fast = fast and not declined
     row["fast_paths"] = "declined" if declined else "on" if fast else "off"
     # the request reaches the child in its environment (removed there before the script runs: fastpaths.py)

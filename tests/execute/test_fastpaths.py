@@ -467,7 +467,7 @@ def _stable(text: str) -> list[str]:
     return [line for line in re.split(r"[\r\n]", text) if line.strip() and not _PROGRESS.search(line)]
 
 
-def test_separate_audits_are_identical_both_ways(tmp_path):
+def test_separate_audits_are_identical_both_ways(tmp_path, caplog):
     from prism_fast.audit.config import AuditConfig
     from prism_fast.audit.runner import audit_file
     from prism_fast.profile import REFERENCE
@@ -495,8 +495,10 @@ def test_separate_audits_are_identical_both_ways(tmp_path):
     assert rows["shapes", True]["segment_count"] >= 2
     path = tmp_path / "stack.py"
     path.write_text(STACK, encoding="utf-8")
-    stack = audit_file(path, tmp_path / "w-stack", AuditConfig(prefork=True, fast_paths=True), REFERENCE)
+    with caplog.at_level("WARNING", logger="prism_fast.audit.runner"):
+        stack = audit_file(path, tmp_path / "w-stack", AuditConfig(prefork=True, fast_paths=True), REFERENCE)
     assert stack["fast_paths"] == "declined" and stack["audit_success"]
+    assert any("reads the call stack" in r.getMessage() for r in caplog.records)  # never silent
 
 
 def test_the_script_never_sees_the_request(tmp_path):
