@@ -80,7 +80,9 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("tex_cache", _S),
         ("tex_cache_hits", _I),
         ("tex_cache_published", _I),
-        ("tex_format", _S),  # on | off | failed | unavailable | not_ready (head start before the driver's format)
+        ("tex_cache_reasons", _S),  # JSON list: why the TeX cache's gate refused hits and the format (texcache.py)
+        # on | off | failed | unavailable | not_ready (head start before the driver's format) | declined (the gate)
+        ("tex_format", _S),
         ("tex_format_compiles", _I),  # how many (the sample's own log; informational)
         ("play_hashing", _B),  # false: rendered with --disable_caching (execute.play_hashing)
         ("fast_paths", _S),  # on | off | fallback | declined (the script reads the call stack): execute/fastpaths.py
@@ -163,7 +165,9 @@ STAGE_FIELDS["audit"] = [
     ("sandbox_protections", _S),
     ("audit_tampered", _S),  # JSON list of tamper evidence (audit/tamper.py); non-empty = the row failed
     ("tex_format", _S),  # a separate audit's compiles from the LaTeX format: on | off | failed | unavailable | not_ready
+    # | declined (the TeX cache's gate)
     ("tex_format_compiles", _I),  # how many (the audit child's own log; informational)
+    ("tex_cache_reasons", _S),  # JSON list: why the TeX cache's gate refused hits and the format (texcache.py)
     ("fast_paths", _S),  # on | off | fallback | declined: a separate audit's helpers (execute/fastpaths.py)
 ]
 

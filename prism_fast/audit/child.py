@@ -142,6 +142,7 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
             os.makedirs(output_dir, exist_ok=True)
             os.chdir(output_dir)
         scrub_argv()  # the report and meta paths are not the script's business
+        texcache.arm()  # the TeX cache's gate compares against the process as the script gets it (texcache.py)
         exec(compile(tree, filename=str(file_path), mode="exec"), ctx)
         names = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
         if profile.fixes("Q-SPATIAL-2"):  # improved: only the scene the render would produce

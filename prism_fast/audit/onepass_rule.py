@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import ast
 import re
-import string
-import sys
 
 from prism_fast.audit import onepass_rules
 from prism_fast.execute import fastpaths, source_text
+from prism_fast.execute.script_reach import (  # the deny-list of reflection, shared with the TeX cache's gate
+    COPY_PROTOCOL, FRAME_ATTRS, FRAME_INFO, MODULE_ATTRS, REACH_ATTRS, SAFE_IMPORTS, STATE_HOOKS, STDLIB_SAFE,
+    STRING_ACCESS)
+from prism_fast.execute.script_reach import DUNDER as _DUNDER
+from prism_fast.execute.script_reach import a_class as _a_class
+from prism_fast.execute.script_reach import annotation_nodes as _annotations
+from prism_fast.execute.script_reach import format_reads_attributes as _format_reads_attributes
+from prism_fast.execute.script_reach import keyword_forwards as _keyword_forwards
+from prism_fast.execute.script_reach import literal_keywords as _literal_keywords
+from prism_fast.execute.script_reach import private as _private
 
-SAFE_IMPORTS = frozenset({
-    "manim", "numpy", "math", "cmath", "random", "itertools", "functools", "collections", "typing", "string",
-    "dataclasses", "enum", "fractions", "decimal", "copy", "re", "operator", "statistics", "colorsys",
-    "textwrap", "__future__", "abc", "numbers", "heapq", "bisect",
-})
 # bare names that make a script ineligible (frame-rate dependent objects, config, reflection, the shims)
 FLAG_NAMES = frozenset({
     "config", "tempconfig", "always_redraw", "TracedPath", "always", "f_always", "always_shift", "always_rotate",
@@ -44,90 +47,6 @@ FLAG_ATTRS = frozenset({
     "last_t", "time_progression",
 })
 FLAG_KEYWORDS = frozenset({"code_file", "file_name", "stop_condition"})
-# Reflection without a dunder or a flagged name. The render child runs the trusted observer (its state, the
-# result's seal) in the script's process, so a script that reaches the observer's module can read the seal or
-# rewrite the report. Three routes are refused:
-# * a module hop: an attribute named like a standard-library module outside SAFE_IMPORTS (manim's and numpy's
-#   modules import ``inspect``, ``os``, ``sys``, ``gc``, ...: ``manim.utils.module_ops.inspect.getmodule(...)``);
-#   ``array`` is exempt (``np.array``; the ``array`` module gives no reflection);
-# * frame, generator, traceback and code internals (``gen.gi_frame.f_back.f_globals``);
-# * attribute access by a string the AST does not show: ``operator.attrgetter``/``methodcaller``,
-#   ``str.format`` with a field that reads an attribute or an item (``"{0.x}"``, ``"{0[k]}"``) or on a format
-#   string that is not a literal, ``format_map``, ``string.Formatter``, and string annotations (evaluated by
-#   ``typing.get_type_hints`` and ``functools.singledispatch``).
-MODULE_ATTRS = frozenset(getattr(sys, "stdlib_module_names", ())) - SAFE_IMPORTS - {"array"}
-FRAME_ATTRS = frozenset({
-    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin", "ag_frame", "ag_code",
-    "ag_await", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
-    "co_code", "co_consts", "co_names", "cell_contents",
-})
-# Names under which the allowed modules' own attributes hand out an evaluator, an importer, a process or a file
-# (``enum.bltns`` is ``builtins``, ``manim.utils.file_ops.sp`` is ``subprocess``, scipy's ``import_module``
-# reachable from ``manim.utils.simple_functions``, numpy's ``_datasource._open``), and the reflective builtins as
-# attributes (``bltns.getattr``). tests/audit/test_audit_onepass.py walks every module reachable from the allowed
-# imports through names this rule accepts and checks that none of these is reached.
-REACH_ATTRS = frozenset({
-    "bltns", "sp", "import_module", "reload", "module_from_spec", "exec_module", "load_module", "run_path",
-    "run_module", "Popen", "_open", "eval", "exec", "getattr", "setattr", "delattr", "globals", "locals", "vars",
-    "breakpoint",
-    # typing's forward-reference evaluators: `typing._eval_type(typing.Optional["<any expression>"], {}, {})` and
-    # `typing.get_args(...)[0]._evaluate(...)` eval a string with builtins
-    "_eval_type", "_evaluate", "evaluate_forward_ref", "_type_check", "_type_convert",
-})
-# the standard-library modules among SAFE_IMPORTS: their private names (``typing._eval_type``,
-# ``functools._lru_cache_wrapper``, ``re._compiler``, ...) are internals no scene needs
-STDLIB_SAFE = SAFE_IMPORTS - {"manim", "numpy"}
-STRING_ACCESS = frozenset({"attrgetter", "methodcaller", "format_map", "Formatter", "get_type_hints", "ForwardRef",
-                           "get_annotations", "getclosurevars",
-                           # red team: functools copies attributes named by strings, dunders included, between any
-                           # two objects -- `update_wrapper(lib_function, f, assigned=("__code__",))` rewrote a
-                           # manim function in place (no namespace changes: the patch check cannot see it),
-                           # `updated=("__globals__",)` copied a module's globals (the observer's, through the
-                           # hooked Scene's methods) into the script's, `wraps(shift)(become)` renamed a method
-                           "update_wrapper", "wraps"})
-# Library state that runs script code or depends on the frame times without any binding the patch check sees (red
-# team): numpy's floating-point error hooks -- `seterrcall(f)` with `seterr(all="call")` runs `f` at every frame whose
-# interpolation or camera arithmetic under- or overflows, "raise" fails at the frames one frame rate meets --, the
-# warning recorders that count such warnings, and raw memory views (`as_strided` reads and writes past an array:
-# any object, a namespace's version tag included)
-STATE_HOOKS = frozenset({"seterr", "seterrcall", "errstate", "suppress_warnings", "assert_warns", "catch_warnings",
-                         "clear_and_catch_warnings", "as_strided", "DummyArray", "byte_bounds",
-                         # copy's reducer registry (`copy.dispatch_table[ManimColor] = f`): the render copies
-                         # mobjects with deepcopy, the audit-only run with its own copier (audit/fastcopy.py)
-                         "dispatch_table"})
-# the call stack without a frame attribute (red team 4): `logger.findCaller`, a record's `stack_info`, rich's
-# `console._caller_frame_info` (the locals of any caller frame, the observers' included): execute/fastpaths.py
-FRAME_INFO = fastpaths.FRAME_INFO
-# setattr by a name the AST need not show: manim's `Mobject.set(self, **kwargs)` called unbound on any object
-# (`Mobject.set(f, **{computed: v})` reaches a library function's `__defaults__` or a module's `__class__`), and
-# copy's protocol, which sets the state a script's `__reduce__` returns on the object it names
-COPY_PROTOCOL = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__", "__deepcopy__"})
-# a dunder spelled as a string or a keyword: what `setattr`-like calls (`Mobject.set(f, __defaults__=...)`, a
-# `**{"__code__": ...}`) and functools' attribute lists reach, which the attribute rule refuses as `x.__name__`
-_DUNDER = re.compile(r"__\w+__")
-
-
-def _format_reads_attributes(template: str) -> bool:
-    """Whether a ``str.format`` template reads an attribute or an item of an argument (``{0.x}``, ``{a[k]}``)."""
-    try:
-        fields = [f for _, f, spec, _ in string.Formatter().parse(template) if f is not None]
-        specs = [spec for _, f, spec, _ in string.Formatter().parse(template) if spec]
-    except ValueError:
-        return True
-    return any("." in f or "[" in f for f in fields) or any(_format_reads_attributes(s) for s in specs)
-
-
-def _annotations(tree: ast.AST):
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            args = node.args
-            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-                if arg is not None and arg.annotation is not None:
-                    yield arg.annotation
-            if getattr(node, "returns", None) is not None:
-                yield node.returns
-        elif isinstance(node, ast.AnnAssign):
-            yield node.annotation
 
 
 # PEP 263 declarations other than UTF-8 (red team 3): execute/source_text.py, shared with the fast paths' decline
@@ -326,53 +245,10 @@ def _scene_identity_reasons(tree: ast.AST) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _private(attr: str) -> bool:
-    """A single-underscore name (``_x``; dunders and ``__x`` have their own reasons)."""
-    return attr.startswith("_") and not attr.startswith("__")
-
-
 def _magic_flagged(name: str) -> bool:
     """Whether the rule refuses ``name`` as an attribute: a private name or a dunder, or one of its lists."""
     return name.startswith("_") or any(name in names for names in (
         FLAG_ATTRS, FRAME_ATTRS, REACH_ATTRS, STRING_ACCESS, STATE_HOOKS, MODULE_ATTRS, FRAME_INFO, COPY_PROTOCOL))
-
-
-def _keyword_forwards(tree: ast.AST) -> set:
-    """The ``**kwargs`` arguments that only forward a function's own ``**kwargs`` parameter (``def f(**kw):
-    g(**kw)``, a wrapper's usual form): their keys are the callers' keywords, which the rule reads at each call
-    site. Only where every use of the name in the function is such a ``**`` (no store, item assignment or method
-    call on it)."""
-    safe = set()
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or fn.args.kwarg is None:
-            continue
-        name = fn.args.kwarg.arg
-        body = fn.body if isinstance(fn.body, list) else [fn.body]
-        uses = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
-        kws = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.keyword) and n.arg is None
-               and isinstance(n.value, ast.Name) and n.value.id == name]
-        rebound = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.arg) and n.arg == name]
-        if len(uses) == len(kws) and not rebound:
-            safe.update(id(k) for k in kws)
-    return safe
-
-
-def _literal_keywords(node: ast.AST) -> bool:
-    """A ``**`` argument the rule can read: a dict display whose keys are string constants none of which is a
-    private name, a dunder or one of :data:`FRAME_INFO`."""
-    return isinstance(node, ast.Dict) and all(
-        isinstance(k, ast.Constant) and isinstance(k.value, str) and not k.value.startswith("_")
-        and k.value not in FRAME_INFO for k in node.keys)
-
-
-def _a_class(node: ast.AST) -> bool:
-    """Whether an expression names a class rather than an instance: a capitalised name (``Mobject``, a script's
-    ``Card``) or ``type(x)``."""
-    if isinstance(node, ast.Name):
-        return node.id[:1].isupper()
-    if isinstance(node, ast.Attribute):  # manim.Mobject, mobject_module.Mobject
-        return node.attr[:1].isupper()
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -162,7 +162,17 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         env = child_env(cfg, scratch)
         if cfg.pictures:
             env["PRISM_AUDIT_PICTURES_DIR"] = str(scratch / "pictures_raw")
-        tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format, tex_format_deferred)
+        tex_gate = []
+        if tex_cache_dir:  # the TeX cache's gate, as for renders (execute/texcache.py "The gate")
+            from prism_fast.execute.texcache import script_reasons
+
+            tex_gate = script_reasons(Path(script_path).read_text(encoding="utf-8", errors="replace"))
+        if tex_gate:
+            tex_env, tex_view, fmt_state = {}, None, "declined"
+            _log.warning("audit %s: TeX cache and LaTeX format declined (%s)", sample_id, ", ".join(tex_gate[:4]))
+        else:
+            tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format,
+                                                         tex_format_deferred)
         env.update(tex_env)
         fast = cfg.fast_paths and not cfg.full_fidelity
         # a script that reads the call stack would see a fast path's frame (execute/fastpaths.py FRAME_INFO)
@@ -181,9 +191,13 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
             _copy_out(scratch, audit_dir, cfg)
         fmt_compiles = 0
         if tex_env:
-            from prism_fast.execute.texcache import LOG_NAME, format_compiles
+            from prism_fast.execute.texcache import LOG_NAME, declined_reasons, format_compiles
 
             fmt_compiles = format_compiles(scratch / LOG_NAME)
+            tex_gate = declined_reasons(scratch / LOG_NAME)
+            if tex_gate:
+                _log.warning("audit %s: TeX cache declined at run time for some compiles (%s)", sample_id,
+                             ", ".join(tex_gate))
     if retry:
         _log.warning("audit %s: an exception passed through a fast path; audited again without them "
                      "(row: fast_paths=fallback)", sample_id)
@@ -212,7 +226,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
                sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
-               tex_format_compiles=fmt_compiles,
+               tex_format_compiles=fmt_compiles, tex_cache_reasons=json.dumps(tex_gate) if tex_gate else None,
                fast_paths="declined" if declined else meta.get("fast_paths", "off"))
     if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's
         row.update(status="error", error_kind="sandbox_error", error_detail=res.launch_error)

@@ -28,6 +28,7 @@ Deliberate, documented differences that do not change the video or the success v
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -190,8 +191,8 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
         "net_isolated": False, "fs_readonly": False, "pids_limit": "none", "caps_dropped": False,
         "sandbox": None, "sandbox_protections": None,
         "backend": None, "cache_hit": False, "cache_key": None, "profile": profile.name,
-        "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0, "tex_format": "off",
-        "tex_format_compiles": 0,
+        "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0, "tex_cache_reasons": None,
+        "tex_format": "off", "tex_format_compiles": 0,
         "play_hashing": play_hashing, "fast_paths": "off",
         "env_fingerprint": fingerprint_hash(manim_bin),
     }
@@ -275,6 +276,11 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
         use_tex_cache = bool(cfg.tex_cache_dir) and row["backend"] == "prefork"
         if cfg.tex_cache_dir and not use_tex_cache:
             row["tex_cache"] = "unsupported_backend"
+        gate = texcache.script_reasons(script_text) if use_tex_cache else []
+        if gate:  # the script can reach what its own compile reads: no hit, no format (texcache.py "The gate")
+            use_tex_cache = False
+            row.update(tex_cache="declined", tex_format="declined", tex_cache_reasons=json.dumps(gate))
+            log.warning("render %s: TeX cache and LaTeX format declined (%s)", sample_id, ", ".join(gate[:4]))
         row = _render_in(work, tmp_root, sample_id, script_text, choice.name, dest, cfg, profile, manim_bin,
                          row, Path(out_dir), runner or sandbox.run_sandboxed, use_tex_cache, observers,
                          share_svg_paths)
@@ -471,6 +477,10 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
         return
     row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published,
                tex_format_compiles=stats.format_compiles)
+    if stats.declined:  # the sample's gate sent some compiles to manim's own path (texcache.py "The gate")
+        row["tex_cache_reasons"] = json.dumps(stats.declined)
+        log.warning("render %s: TeX cache declined at run time for some compiles (%s)", row["id"],
+                 ", ".join(stats.declined))
     for note in stats.notes:
         log.warning("tex cache: %s (%s)", note, row["id"])
 

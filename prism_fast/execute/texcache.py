@@ -62,6 +62,7 @@ cannot be re-derived by the parent to verify an entry, and Pango takes milliseco
 
 from __future__ import annotations
 
+import ast
 import atexit
 import functools
 import hashlib
@@ -81,7 +82,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_fast import fsutil, integrity
-from prism_fast.execute import texformat
+from prism_fast.execute import script_reach, source_text, texformat
 from prism_fast.execute.texformat import canonical_svg, compile_commands  # noqa: F401  (used here and by callers)
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,73 @@ MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 MANIFEST_NAME = "verified.txt"  # in a view: "<key> <sha256>" per line, appended by the parent
 TAG_KIND = "tex_svg"
 _KEY_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+# TeX that reads the clock or draws random numbers (pdfTeX primitives): its SVG depends on when it is compiled, so
+# it is never served from nor published to the cache (each sample compiles it, as the authors' toolkit does)
+VOLATILE_TEX = re.compile(rb"\\(?:time|today|day|month|year|pdfcreationdate|pdfelapsedtime|pdfresettimer|"
+                          rb"(?:pdf)?(?:uniform|normal)deviate|(?:pdf)?(?:set)?randomseed)(?![A-Za-z@])")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The gate: whether a cache hit (or the LaTeX format) would give this script what its own compile gives
+
+# A hit skips manim's compile path -- ``compile_tex``/``convert_to_svg``, ``subprocess``, ``latex``/``dvisvgm`` and
+# what they read: the environment, the working directory (TeX's "." search path, also the sample's HOME, where
+# TEXMFHOME and TEXMFVAR live), the Tex directory (an ``.aux``, a ``.dvi`` left there), resource limits. A script that
+# changes any of these compiles differently in an uncached render; served from the cache it would not, and whether
+# it is served depends on what other samples compiled before (a script patching ``compile_tex`` failed uncached and
+# passed once another sample had published its formula). So a hit, and the format, need both:
+# * the parent's static gate (:func:`script_reasons`, trusted, before the sample starts): the script's text shows no
+#   way to reach the compile path or the process state (the reflection deny-list of execute/script_reach.py, which
+#   the one-pass rule shares, with imports limited to :data:`GATE_IMPORTS`) and names none of :data:`GATE_NAMES`;
+# * in the sample's process, at each lookup (:func:`_changed`): the environment, cwd, resource limits, SIGCHLD's
+#   disposition and manim's compile functions are those the render started with, no file appeared in the working
+#   directory and no TeX-looking directory in it, and the Tex directory holds nothing but manim's own ``<hash>.tex`` and
+#   ``<hash>.svg`` files. Otherwise that expression compiles as manim does (no format either; rows: tex_cache_reasons).
+GATE_NAMES = frozenset({
+    "tex_file_writing", "compile_tex", "convert_to_svg", "delete_nonsvg_files", "make_tex_compilation_command",
+    "generate_tex_file", "tex_to_svg_file", "print_all_tex_errors", "tex_hash", "tex_dir", "media_dir",
+    "no_latex_cleanup", "environ", "putenv", "unsetenv", "chdir", "fchdir", "system", "popen", "subprocess",
+    "file_ops", "setrlimit", "prlimit", "umask", "TEXINPUTS", "TEXMFHOME", "TEXMFVAR", "TEXMFCONFIG", "HOME", "PATH",
+})
+GATE_IMPORTS = script_reach.SAFE_IMPORTS | {"time"}  # `time` reads clocks; it changes nothing TeX reads
+GATE_HARMLESS = frozenset({"__name__", "__all__", "__file__", "__doc__", "__init__"})
+
+
+def script_reasons(source: str) -> list[str]:
+    """Why a cache hit or the LaTeX format might not give this script what its own compile gives (empty: the gate
+    lets it use them). Trusted, parent side, from the text alone."""
+    coding = source_text.source_encoding_reason(source)
+    if coding is not None:
+        return [coding]
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []  # Python refuses it before any TeX
+    except (RecursionError, MemoryError):
+        return ["too_deep_to_parse"]
+    try:
+        reasons = script_reach.reach_reasons(tree, GATE_IMPORTS, script_reach.MODULE_ATTRS - {"time"},
+                                             GATE_HARMLESS)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                word = node.id
+            elif isinstance(node, ast.Attribute):
+                word = node.attr
+            elif isinstance(node, ast.keyword):
+                word = node.arg
+            elif isinstance(node, ast.alias):
+                word = node.name.split(".")[-1]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                word = node.value
+            else:
+                continue
+            if word in GATE_NAMES and f"tex_path:{word}" not in reasons:
+                reasons.append(f"tex_path:{word}")
+    except (RecursionError, MemoryError):
+        return ["too_deep_to_analyse"]
+    return reasons
 
 
 def entry_key(tex_source: bytes, compiler: str, output_format: str) -> str:
@@ -152,6 +220,91 @@ def _read_regular(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
+def arm() -> None:
+    """Take the process state the gate compares against (:class:`_ProcessState`) again, now: the caller's last step
+    before the script runs (the prefork child after every installer removed its variables, the audit child after
+    moving to its output directory). A no-op where the wrapper is not installed."""
+    global _STARTED
+    if _STARTED is not None:
+        import manim.utils.tex_file_writing as tfw
+
+        _STARTED = _ProcessState.now(tfw)
+
+
+_STARTED = None  # the sample's process state before its script ran (install, arm)
+_TEX_DIR_ENTRY = re.compile(r"^[0-9a-f]{16}\.(?:tex|svg)$")  # what manim itself leaves in its Tex directory
+_RLIMITS = ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_NOFILE",
+            "RLIMIT_CORE")
+
+
+@dataclass
+class _ProcessState:
+    """What manim's compile path reads besides the ``.tex`` source, taken in the sample's process before the script
+    runs; :meth:`changed` says what differs now (module docstring, "The gate")."""
+
+    environ: object
+    env: dict
+    cwd: str
+    cwd_entries: frozenset
+    rlimits: tuple
+    sigchld: object
+    functions: tuple
+
+    @staticmethod
+    def _functions(tfw) -> tuple:
+        import subprocess
+
+        popen = getattr(subprocess, "Popen", None)
+        return (getattr(tfw, "compile_tex", None), getattr(tfw, "convert_to_svg", None),
+                getattr(tfw, "delete_nonsvg_files", None), getattr(tfw, "make_tex_compilation_command", None),
+                getattr(tfw, "subprocess", None), getattr(tfw, "config", None), getattr(subprocess, "run", None),
+                popen, *(vars(popen).get(n) for n in ("__init__", "_execute_child", "wait", "communicate",
+                                                      "__enter__", "__exit__")))
+
+    @staticmethod
+    def _rlimits() -> tuple:
+        import resource
+
+        return tuple(resource.getrlimit(getattr(resource, n)) for n in _RLIMITS if hasattr(resource, n))
+
+    @classmethod
+    def now(cls, tfw) -> "_ProcessState":
+        import signal
+
+        cwd = os.getcwd()
+        return cls(os.environ, dict(os.environ), cwd, frozenset(os.listdir(cwd)), cls._rlimits(),
+                   signal.getsignal(signal.SIGCHLD), cls._functions(tfw))
+
+    def changed(self, tfw, tex_dir: Path, log_path: str) -> str | None:
+        import signal
+
+        try:
+            if os.environ is not self.environ or dict(os.environ) != self.env:
+                return "environ"
+            if os.getcwd() != self.cwd:
+                return "cwd"
+            if self._rlimits() != self.rlimits:
+                return "rlimit"
+            if signal.getsignal(signal.SIGCHLD) != self.sigchld:
+                return "sigchld"
+            if any(a is not b for a, b in zip(self._functions(tfw), self.functions)):
+                return "compile_path"
+            own = os.path.basename(log_path)
+            for name in os.listdir(self.cwd):
+                if name in self.cwd_entries or name == own:
+                    continue
+                st = os.lstat(os.path.join(self.cwd, name))
+                # TeX's "." search path, and the sample's HOME (TEXMFHOME=~/texmf, ~/.texlive*/texmf-var)
+                if not stat.S_ISDIR(st.st_mode) or "tex" in name.lower() or "kpse" in name.lower():
+                    return "working_dir"
+            for entry in os.scandir(tex_dir):
+                if not (_TEX_DIR_ENTRY.match(entry.name) and entry.is_file(follow_symlinks=False)):
+                    return "tex_dir"
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+            return f"unreadable:{type(exc).__name__}"
+        return None
+
+
 def install(cache_dir: str, log_path: str, format_path: str | None = None) -> None:
     """Wrap manim's ``tex_to_svg_file`` in this (forked, sandboxed) process. Call before manim's CLI runs."""
     import manim
@@ -178,6 +331,9 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
         except OSError:
             pass
 
+    global _STARTED
+    _STARTED = _ProcessState.now(tfw)  # what an untouched compile path looks like (again at arm(): the script's start)
+
     @functools.wraps(original)
     def tex_to_svg_file(expression, environment=None, tex_template=None):
         if tex_template is None:
@@ -186,8 +342,14 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
         svg_file = tex_file.with_suffix(".svg")
         if svg_file.exists() or config["no_latex_cleanup"]:
             return original(expression, environment, tex_template)
+        changed = _STARTED.changed(tfw, tex_file.parent, log_path) if _STARTED is not None else "not_armed"
+        if changed is not None:  # the script touched what its own compile reads: manim's compile, no format
+            _log({"event": "declined", "why": changed, "tex": tex_file.name})
+            return original(expression, environment, tex_template)
         compiler, fmt = tex_template.tex_compiler, tex_template.output_format
         source = _read_regular(tex_file, MAX_TEX_BYTES)
+        if source is not None and VOLATILE_TEX.search(source):
+            source = None  # the clock or random numbers: never from the cache (the format still applies)
         if source is not None and compiler in COMPILERS and fmt in FORMATS:
             key = entry_key(source, compiler, fmt)
             expected = verified.get(key)
@@ -201,7 +363,8 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
                 _log({"event": "hit", "key": key, "sha256": expected})
                 return svg_file
         if formats and compiler == "latex" and fmt == ".dvi":
-            _format_compile(tex_file, source, fmt, config.get_dir("tex_dir"), formats, _log)
+            _format_compile(tex_file, _read_regular(tex_file, MAX_TEX_BYTES), fmt, config.get_dir("tex_dir"),
+                            formats, _log)
         result = original(expression, environment, tex_template)
         _log({"event": "miss", "tex": tex_file.name, "compiler": compiler, "format": fmt})
         return result
@@ -318,6 +481,7 @@ class HarvestStats:
     rejected: int = 0
     tampered: int = 0  # published entries found without a valid tag (or not matching it); republished
     bad_entries: int = 0  # entries the sample found edited after verification (its own report; not served)
+    declined: list[str] = field(default_factory=list)  # why the sample's gate refused the cache (run time, distinct)
     notes: list[str] = field(default_factory=list)
 
 
@@ -330,6 +494,21 @@ def count_hits(log_path: Path) -> tuple[int, int]:
     """(hits, misses) as logged by the sample's process (informational: the sample could lie about itself)."""
     counts = _count_events(log_path)
     return counts.get("hit", 0), counts.get("miss", 0)
+
+
+def declined_reasons(log_path: Path) -> list[str]:
+    """The distinct reasons the sample's gate refused the cache at run time (``runtime:<why>``), in order."""
+    data = _read_regular(log_path, MAX_LOG_BYTES) or b""
+    out: list[str] = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        why = ev.get("why") if isinstance(ev, dict) and ev.get("event") == "declined" else None
+        if isinstance(why, str) and len(why) <= 64 and f"runtime:{why}" not in out and len(out) < 16:
+            out.append(f"runtime:{why}")
+    return out
 
 
 def _count_events(log_path: Path) -> dict[str, int]:
@@ -434,6 +613,8 @@ def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestSt
         except UnicodeDecodeError:
             stats.rejected += 1
             continue
+        if VOLATILE_TEX.search(source):
+            continue  # the clock or random numbers: never published
         key = entry_key(source, compiler, fmt)
         if key in keys:
             continue
@@ -470,6 +651,7 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
     stats.hits, stats.misses = counts.get("hit", 0), counts.get("miss", 0)
     stats.format_compiles = counts.get("format", 0)
     stats.bad_entries = counts.get("bad_entry", 0)
+    stats.declined = declined_reasons(log_path)
     if stats.bad_entries:
         log.warning("tex cache: the sample found %d cache entr%s edited after verification (not served)",
                     stats.bad_entries, "y" if stats.bad_entries == 1 else "ies")

@@ -134,6 +134,7 @@ def _run_child(job: dict, main, out_w: int, err_w: int, close_fds: list[int]) ->
         texcache.install_from_env()  # shared TeX SVG cache, when the parent asked for it (texcache.py)
         observers.install_from_env()  # render-time observers, when the parent asked (observers.py)
         textboxes.install_from_env()  # text boxes of every written frame, when the parent asked (textboxes.py)
+        texcache.arm()  # the TeX cache's gate compares against the process as the script gets it (texcache.py)
         sys.argv = [job["manim_bin"], *job["args"]]
         if "numpy" in sys.modules:  # a fresh interpreter seeds numpy's legacy global RNG from the OS
             sys.modules["numpy"].random.seed()

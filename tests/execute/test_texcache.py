@@ -204,3 +204,106 @@ def test_render_cache_never_stores_private_fields(tmp_path):
     assert cache.put("ab" * 32, row)
     hit = cache.get("ab" * 32, tmp_path / "a.mp4")
     assert hit is not None and "_onepass_audit" not in hit and hit["cache_hit"] is True
+
+
+# ---- the gate: a hit (or the format) only where it gives the script what its own compile gives -------------------
+
+EMC = textwrap.dedent('''
+    from manim import *
+
+    class Emc(Scene):
+        def construct(self):
+            self.add(MathTex(r"E = mc^2"))
+            self.wait(0.1)
+    ''')
+# patches manim's compile path (the static gate refuses the names)
+PATCHED = EMC.replace("class Emc", textwrap.dedent('''\
+    def refuse(*args, **kwargs):
+        raise RuntimeError("the script's own compile")
+    utils.tex_file_writing.compile_tex = refuse
+
+    class Emc'''))
+# plants a package file where TeX's "." search path finds it first, with nothing the static gate refuses: numpy writes
+# it. A plain render reads it (amsmath.sty is not a package any more: LaTeX fails); a hit, or the format (which has
+# amsmath preloaded), would not
+PLANTED = EMC.replace('self.add(MathTex', 'np.savetxt("amsmath.sty", [1.0])\n        self.add(MathTex')
+
+
+def test_gate_reads_the_script_text():
+    clean = texcache.script_reasons(EMC)
+    assert clean == []
+    assert texcache.script_reasons(EMC + "\nif __name__ == '__main__':\n    __all__ = ['Emc']\n") == []
+    assert texcache.script_reasons(EMC.replace("self.wait(0.1)", "self.wait(0.1 + 0 * self.time)")) == []
+    assert texcache.script_reasons(EMC.replace("self.wait(0.1)", "super().__init__()")) == []
+    assert "tex_path:tex_file_writing" in texcache.script_reasons(PATCHED)
+    assert "tex_path:compile_tex" in texcache.script_reasons(PATCHED)
+    assert texcache.script_reasons(PLANTED) == []  # (decided at run time: the next test)
+    for src, reason in (("import os\n", "import:os"), ("import subprocess\n", "import:subprocess"),
+                        ("config.media_dir = 'x'\n", "tex_path:media_dir"),
+                        ("x = config['tex_dir']\n", "tex_path:tex_dir"),
+                        ("f = getattr(np, 'save')\n", "name:getattr"), ("y = utils.file_ops.os\n", "attr:os"),
+                        ("y = np.__dict__\n", "attr:__dict__"), ("y = np._core\n", "attr:_core"),
+                        ("y = Mobject().get___dict__()\n", "getattr_magic:get___dict__"),
+                        ("d = {}\nMobject().set(**d)\n", "dynamic_keywords"), ("e = eval('1')\n", "name:eval")):
+        assert reason in texcache.script_reasons(src + EMC), (src, texcache.script_reasons(src + EMC))
+
+
+def test_process_state_sees_what_the_compile_reads(tmp_path, monkeypatch):
+    """The in-process half of the gate, on this process: each change a compile would see is named."""
+    import manim.utils.tex_file_writing as tfw
+
+    work, tex_dir = tmp_path / "work", tmp_path / "work" / "media" / "Tex"
+    tex_dir.mkdir(parents=True)
+    (tex_dir / "0123456789abcdef.tex").write_text("x")
+    monkeypatch.chdir(work)
+    log_path = str(work / texcache.LOG_NAME)
+    state = texcache._ProcessState.now(tfw)
+    (work / texcache.LOG_NAME).write_text("")  # the wrapper's own log appears later: not a change
+    (work / "__pycache__").mkdir()  # a directory TeX does not search
+    assert state.changed(tfw, tex_dir, log_path) is None
+    monkeypatch.setenv("TEXINPUTS", str(tmp_path))
+    assert state.changed(tfw, tex_dir, log_path) == "environ"
+    monkeypatch.delenv("TEXINPUTS")
+    monkeypatch.setattr(tfw, "compile_tex", lambda *a: None)
+    assert state.changed(tfw, tex_dir, log_path) == "compile_path"
+    monkeypatch.undo()
+    monkeypatch.chdir(work)
+    assert state.changed(tfw, tex_dir, log_path) is None
+    (tex_dir / "0123456789abcdef.aux").write_text("\\relax")
+    assert state.changed(tfw, tex_dir, log_path) == "tex_dir"
+    (tex_dir / "0123456789abcdef.aux").unlink()
+    (work / "texmf").mkdir()  # TEXMFHOME=~/texmf (the sample's HOME is its directory)
+    assert state.changed(tfw, tex_dir, log_path) == "working_dir"
+    (work / "texmf").rmdir()
+    (work / "amsmath.sty").write_text("")
+    assert state.changed(tfw, tex_dir, log_path) == "working_dir"
+    (work / "amsmath.sty").unlink()
+    monkeypatch.chdir(tmp_path)
+    assert state.changed(tfw, tex_dir, log_path) == "cwd"
+
+
+def test_a_hit_never_depends_on_what_other_samples_compiled(worker_cfg):
+    """Once another sample has published a formula, a script that changed its own compile path (patched manim's
+    compile, planted a package file) must still get what an uncached render gives it: its row may not depend on
+    which samples ran before it."""
+    root, cfg, worker = worker_cfg
+    warm = [render_one("emc", EMC, root / f"emc{k}", cfg, runner=worker.run) for k in range(3)]
+    assert warm[-1]["tex_cache_hits"] >= 1 and warm[-1]["tex_format"] == "on"  # the formula is served now
+    for name, src, state, reason in (("patched", PATCHED, "declined", "tex_path:compile_tex"),
+                                     ("planted", PLANTED, "on", "runtime:working_dir")):
+        cached = render_one(name, src, root / f"{name}_cached", cfg, runner=worker.run)
+        plain = render_one(name, src, root / f"{name}_plain", replace(cfg, tex_cache_dir=None), runner=worker.run)
+        assert plain["success"] is False  # uncached, the script's change breaks its own compile
+        assert (cached["success"], cached["error_kind"]) == (plain["success"], plain["error_kind"])
+        assert cached["error"].splitlines()[-1] == plain["error"].splitlines()[-1]
+        assert cached["tex_cache"] == state and cached["tex_cache_hits"] == 0
+        assert reason in json.loads(cached["tex_cache_reasons"])
+
+
+def test_tex_that_reads_the_clock_is_never_cached(worker_cfg):
+    root, cfg, worker = worker_cfg
+    clock = EMC.replace('r"E = mc^2"', 'r"\\text{\\the\\year}"')
+    rows = [render_one("clock", clock, root / f"clock{k}", cfg, runner=worker.run) for k in range(3)]
+    assert all(r["success"] for r in rows), rows[0]["error"]
+    assert [r["tex_cache_hits"] for r in rows] == [0, 0, 0] and [r["tex_cache_published"] for r in rows] == [0, 0, 0]
+    assert texcache.VOLATILE_TEX.search(rb"\the\year") and not texcache.VOLATILE_TEX.search(rb"a \times b")
