@@ -107,10 +107,94 @@ TAG_KIND = "tex_svg"
 _KEY_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
-# TeX that reads the clock or draws random numbers (pdfTeX primitives): its SVG depends on when it is compiled, so
-# it is never served from nor published to the cache (each sample compiles it, as the authors' toolkit does)
-VOLATILE_TEX = re.compile(rb"\\(?:time|today|day|month|year|pdfcreationdate|pdfelapsedtime|pdfresettimer|"
-                          rb"(?:pdf)?(?:uniform|normal)deviate|(?:pdf)?(?:set)?randomseed)(?![A-Za-z@])")
+# ----------------------------------------------------------------------------------------------------------
+# What may be cached: TeX whose result depends on its text alone
+
+# A source is served from and published to the cache only if its SVG is a function of its text: manim's default
+# preamble (the one texformat.py builds the format of), and a document part made only of the control words and
+# environments below -- typesetting, nothing that reads a file (`\input`, `\IfFileExists`, a font or package named
+# in the text), the clock or random numbers (`\time`, `\year`, `\pdfuniformdeviate`), builds a name at run time
+# (`\csname`, `\expandafter`, `^^` character codes), changes category codes or defines commands. A positive list:
+# TeX composes names at run time, so no deny-list of spellings can be complete (red team 2026-12-05:
+# `\number\csname time\endcsname` published a stale minute, `\InputIfFileExists{media/x.tex}` a file the script
+# planted later, `\IfFileExists{<id>.py}` what the verifier's directory held). Anything else compiles as manim does.
+TEX_WORDS = frozenset("""
+alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa varkappa lambda mu nu xi pi varpi
+rho varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi
+Psi Omega digamma varGamma varDelta varTheta varLambda varXi varPi varSigma varUpsilon varPhi varPsi varOmega
+pm mp times div cdot ast star circ bullet oplus ominus otimes oslash odot cap cup uplus sqcap sqcup vee wedge
+setminus smallsetminus wr diamond bigtriangleup bigtriangledown triangleleft triangleright amalg dagger ddagger
+land lor
+leq le geq ge neq ne equiv sim simeq approx cong propto prec succ preceq succeq ll gg subset supset subseteq
+supseteq sqsubseteq sqsupseteq in ni notin mid nmid parallel nparallel perp models vdash dashv smile frown doteq
+asymp bowtie leqslant geqslant lesssim gtrsim nleq ngeq subsetneq supsetneq approxeq backsim thicksim thickapprox
+lll ggg
+leftarrow rightarrow to gets leftrightarrow Leftarrow Rightarrow Leftrightarrow longleftarrow longrightarrow
+longleftrightarrow Longleftarrow Longrightarrow Longleftrightarrow iff implies impliedby mapsto longmapsto uparrow
+downarrow updownarrow Uparrow Downarrow Updownarrow nearrow searrow swarrow nwarrow hookleftarrow hookrightarrow
+leftharpoonup rightharpoonup leftharpoondown rightharpoondown rightleftharpoons leftrightarrows rightleftarrows
+xrightarrow xleftarrow circlearrowleft circlearrowright curvearrowleft curvearrowright
+infty partial nabla forall exists nexists emptyset varnothing neg lnot top bot angle measuredangle
+sphericalangle triangle square blacksquare Box checkmark ldots cdots vdots ddots dots dotsc dotsb dotsm dotsi
+hbar hslash ell Re Im aleph beth wp prime backprime backslash therefore because clubsuit diamondsuit heartsuit
+spadesuit flat natural sharp surd imath jmath complement mho eth Finv Game circledS
+sum prod coprod int iint iiint oint bigcup bigcap bigoplus bigotimes bigodot biguplus bigsqcup bigvee bigwedge
+lim limsup liminf sup inf max min arg det dim exp gcd hom ker lg ln log Pr deg sin cos tan cot sec csc arcsin
+arccos arctan sinh cosh tanh coth
+left right middle big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr Biggl Biggr bigm Bigm langle rangle lfloor
+rfloor lceil rceil lvert rvert lVert rVert vert Vert lbrace rbrace lbrack rbrack ulcorner urcorner llcorner
+lrcorner
+frac dfrac tfrac cfrac binom dbinom tbinom sqrt overline underline widehat widetilde hat check tilde acute grave
+dot ddot dddot breve bar vec mathring overrightarrow overleftarrow overleftrightarrow underrightarrow
+underleftarrow underbrace overbrace stackrel overset underset substack boxed pmod bmod mod pod not over choose
+atop brack brace
+mathrm mathbf mathit mathsf mathtt mathcal mathbb mathfrak mathnormal boldsymbol pmb text textrm textbf textit
+textsf texttt textnormal textup textsl textsc emph mbox operatorname displaystyle textstyle scriptstyle
+scriptscriptstyle rm bf it sf tt sl sc cal mit normalfont tiny scriptsize footnotesize small normalsize large Large
+LARGE huge Huge
+quad qquad enspace thinspace negthinspace medspace negmedspace thickspace negthickspace hspace vspace hfill vfill
+phantom hphantom vphantom smash mathstrut strut limits nolimits displaylimits colon
+newline linebreak par noindent centering raggedright raggedleft hline cline item tag notag nonumber intertext
+LaTeX TeX LaTeXe dag ddag S P copyright pounds textbackslash textasciitilde textasciicircum textbar textless
+textgreater textendash textemdash textbullet textperiodcentered textdegree
+begin end
+""".split())
+TEX_ENVIRONMENTS = frozenset("""
+document align align* aligned alignat alignat* alignedat gather gather* gathered equation equation* split cases
+matrix pmatrix bmatrix Bmatrix vmatrix Vmatrix smallmatrix array center flushleft flushright tabular itemize
+enumerate multline multline* subarray
+""".split())
+# control symbols: spacing, escaped specials, line breaks, accents in text
+TEX_SYMBOLS = frozenset(list(",;:!>\\{}%$&#_| '\"`^~=.-/") + ["\n", "\t"])
+_CONTROL = re.compile(r"\\(?:([A-Za-z@]+)|(.))", re.S)
+_ENV_ARG = re.compile(r"\s*\{([A-Za-z*]+)\}")
+
+
+def cacheable(source: bytes) -> bool:
+    """Whether the cache may serve or publish this ``.tex`` source: manim's default preamble and a document part of
+    :data:`TEX_WORDS` / :data:`TEX_ENVIRONMENTS` / :data:`TEX_SYMBOLS` only (see above)."""
+    try:
+        text = source.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if texformat.preamble_of(text) != texformat.DEFAULT_PREAMBLE:
+        return False
+    body = text[len(texformat.DEFAULT_PREAMBLE):]
+    if "^^" in body:  # TeX's character-code notation can spell any control sequence
+        return False
+    for m in _CONTROL.finditer(body):
+        word, symbol = m.group(1), m.group(2)
+        if word is None:
+            if symbol not in TEX_SYMBOLS:
+                return False
+            continue
+        if word not in TEX_WORDS:
+            return False
+        if word in ("begin", "end"):
+            arg = _ENV_ARG.match(body, m.end())
+            if arg is None or arg.group(1) not in TEX_ENVIRONMENTS:
+                return False
+    return True
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -125,10 +209,16 @@ VOLATILE_TEX = re.compile(rb"\\(?:time|today|day|month|year|pdfcreationdate|pdfe
 # * the parent's static gate (:func:`script_reasons`, trusted, before the sample starts): the script's text shows no
 #   way to reach the compile path or the process state (the reflection deny-list of execute/script_reach.py, which
 #   the one-pass rule shares, with imports limited to :data:`GATE_IMPORTS`) and names none of :data:`GATE_NAMES`;
-# * in the sample's process, at each lookup (:func:`_changed`): the environment, cwd, resource limits, SIGCHLD's
-#   disposition and manim's compile functions are those the render started with, no file appeared in the working
-#   directory and no TeX-looking directory in it, and the Tex directory holds nothing but manim's own ``<hash>.tex`` and
-#   ``<hash>.svg`` files. Otherwise that expression compiles as manim does (no format either; rows: tex_cache_reasons).
+# * in the sample's process, at each lookup (:meth:`_ProcessState.changed`, first, before anything of ours could run
+#   script code): the environment, cwd, resource limits and SIGCHLD's disposition are those the script started with,
+#   the namespaces the compile path and the hit path look up (manim's TeX module, its config and ``TexTemplate``
+#   classes, ``subprocess``, ``Popen``, pathlib's classes) hold the same objects, the template is manim's own class
+#   with plain string fields, no file and no TeX-looking directory appeared in the working directory, and the Tex
+#   directory holds nothing but manim's own ``<hash>.tex`` and ``<hash>.svg`` files. Otherwise that expression
+#   compiles exactly as manim does (no format either; rows: tex_cache_reasons ``runtime:<why>``);
+# * and the source itself must be :func:`cacheable` (above): its result a function of its text.
+# Left (docs/security.md): a script can time its own compile (about 1 ms from the cache, 0.2 s compiled) and branch
+# on it; such a script is not deterministic uncached either.
 GATE_NAMES = frozenset({
     "tex_file_writing", "compile_tex", "convert_to_svg", "delete_nonsvg_files", "make_tex_compilation_command",
     "generate_tex_file", "tex_to_svg_file", "print_all_tex_errors", "tex_hash", "tex_dir", "media_dir",
@@ -228,13 +318,57 @@ def arm() -> None:
     if _STARTED is not None:
         import manim.utils.tex_file_writing as tfw
 
-        _STARTED = _ProcessState.now(tfw)
+        _STARTED = _ProcessState.now(tfw, _STARTED.log_name)
 
 
 _STARTED = None  # the sample's process state before its script ran (install, arm)
 _TEX_DIR_ENTRY = re.compile(r"^[0-9a-f]{16}\.(?:tex|svg)$")  # what manim itself leaves in its Tex directory
 _RLIMITS = ("RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_NOFILE",
             "RLIMIT_CORE")
+
+
+def _watched_namespaces(tfw) -> tuple:
+    """The namespaces whose bindings manim's compile path and the wrapper's hit path look up at run time: manim's TeX
+    module and its config and template classes, ``subprocess`` and ``Popen``, and pathlib's classes (red team: a
+    script patched ``PosixPath.write_bytes`` through ``type(config.get_dir(...))``, which only the hit path calls)."""
+    import pathlib
+    import subprocess
+
+    from manim import config
+    from manim.utils.tex_templates import TexTemplate
+
+    return (tfw, subprocess, subprocess.Popen, type(config), TexTemplate, pathlib.PurePath, pathlib.PurePosixPath,
+            pathlib.Path, pathlib.PosixPath)
+
+
+def _bindings(namespace) -> tuple:
+    """A namespace's (name, object) pairs, but ``__slotnames__``, which copyreg caches in a class the first time one
+    of its instances is copied (manim copies the template)."""
+    return tuple(item for item in vars(namespace).items() if item[0] != "__slotnames__")
+
+
+def _plain_template(template) -> bool:
+    """manim's own ``TexTemplate`` class with plain string fields: reading its attributes and building its text run
+    nothing of the script's (red team: a subclass counting reads of ``output_format``, a template whose text changed
+    between two calls)."""
+    from manim.utils.tex_templates import TexTemplate
+
+    try:
+        return type(template) is TexTemplate and all(type(v) is str for v in vars(template).values())
+    except TypeError:
+        return False
+
+
+def _tex_dir_changed(tex_dir: Path) -> str | None:
+    """Anything but manim's own ``<hash>.tex``/``<hash>.svg`` files in the Tex directory (an ``.aux`` or ``.dvi``
+    left there is read by the compile)."""
+    try:
+        for entry in os.scandir(tex_dir):
+            if not (_TEX_DIR_ENTRY.match(entry.name) and entry.is_file(follow_symlinks=False)):
+                return "tex_dir"
+    except OSError as exc:
+        return f"unreadable:{type(exc).__name__}"
+    return None
 
 
 @dataclass
@@ -248,18 +382,8 @@ class _ProcessState:
     cwd_entries: frozenset
     rlimits: tuple
     sigchld: object
-    functions: tuple
-
-    @staticmethod
-    def _functions(tfw) -> tuple:
-        import subprocess
-
-        popen = getattr(subprocess, "Popen", None)
-        return (getattr(tfw, "compile_tex", None), getattr(tfw, "convert_to_svg", None),
-                getattr(tfw, "delete_nonsvg_files", None), getattr(tfw, "make_tex_compilation_command", None),
-                getattr(tfw, "subprocess", None), getattr(tfw, "config", None), getattr(subprocess, "run", None),
-                popen, *(vars(popen).get(n) for n in ("__init__", "_execute_child", "wait", "communicate",
-                                                      "__enter__", "__exit__")))
+    namespaces: tuple
+    log_name: str  # the wrapper's own log, which appears in the working directory later
 
     @staticmethod
     def _rlimits() -> tuple:
@@ -268,14 +392,15 @@ class _ProcessState:
         return tuple(resource.getrlimit(getattr(resource, n)) for n in _RLIMITS if hasattr(resource, n))
 
     @classmethod
-    def now(cls, tfw) -> "_ProcessState":
+    def now(cls, tfw, log_name: str = LOG_NAME) -> "_ProcessState":
         import signal
 
         cwd = os.getcwd()
         return cls(os.environ, dict(os.environ), cwd, frozenset(os.listdir(cwd)), cls._rlimits(),
-                   signal.getsignal(signal.SIGCHLD), cls._functions(tfw))
+                   signal.getsignal(signal.SIGCHLD),
+                   tuple((ns, _bindings(ns)) for ns in _watched_namespaces(tfw)), log_name)
 
-    def changed(self, tfw, tex_dir: Path, log_path: str) -> str | None:
+    def changed(self, tfw, template=None) -> str | None:
         import signal
 
         try:
@@ -287,19 +412,19 @@ class _ProcessState:
                 return "rlimit"
             if signal.getsignal(signal.SIGCHLD) != self.sigchld:
                 return "sigchld"
-            if any(a is not b for a, b in zip(self._functions(tfw), self.functions)):
-                return "compile_path"
-            own = os.path.basename(log_path)
+            for ns, items in self.namespaces:
+                now = _bindings(ns)
+                if len(now) != len(items) or any(a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, items)):
+                    return "compile_path"
+            if template is not None and not _plain_template(template):
+                return "template"
             for name in os.listdir(self.cwd):
-                if name in self.cwd_entries or name == own:
+                if name in self.cwd_entries or name == self.log_name:
                     continue
                 st = os.lstat(os.path.join(self.cwd, name))
                 # TeX's "." search path, and the sample's HOME (TEXMFHOME=~/texmf, ~/.texlive*/texmf-var)
                 if not stat.S_ISDIR(st.st_mode) or "tex" in name.lower() or "kpse" in name.lower():
                     return "working_dir"
-            for entry in os.scandir(tex_dir):
-                if not (_TEX_DIR_ENTRY.match(entry.name) and entry.is_file(follow_symlinks=False)):
-                    return "tex_dir"
         except (OSError, ValueError, TypeError, AttributeError, RecursionError) as exc:
             return f"unreadable:{type(exc).__name__}"
         return None
@@ -331,25 +456,32 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
         except OSError:
             pass
 
-    global _STARTED
-    _STARTED = _ProcessState.now(tfw)  # what an untouched compile path looks like (again at arm(): the script's start)
 
     @functools.wraps(original)
     def tex_to_svg_file(expression, environment=None, tex_template=None):
+        # first, before anything of ours runs script code (a template's methods, a patched class): whether the
+        # script touched what its own compile reads -- then manim's own path, exactly, and no format
+        changed = _STARTED.changed(tfw, tex_template) if _STARTED is not None else "not_armed"
+        if changed is not None:
+            _log({"event": "declined", "why": changed})
+            return original(expression, environment, tex_template)
         if tex_template is None:
             tex_template = config["tex_template"]
+            if not _plain_template(tex_template):
+                _log({"event": "declined", "why": "template"})
+                return original(expression, environment, None)
         tex_file = tfw.generate_tex_file(expression, environment, tex_template)
         svg_file = tex_file.with_suffix(".svg")
         if svg_file.exists() or config["no_latex_cleanup"]:
             return original(expression, environment, tex_template)
-        changed = _STARTED.changed(tfw, tex_file.parent, log_path) if _STARTED is not None else "not_armed"
-        if changed is not None:  # the script touched what its own compile reads: manim's compile, no format
-            _log({"event": "declined", "why": changed, "tex": tex_file.name})
+        tex_dir_changed = _tex_dir_changed(tex_file.parent)
+        if tex_dir_changed is not None:
+            _log({"event": "declined", "why": tex_dir_changed, "tex": tex_file.name})
             return original(expression, environment, tex_template)
         compiler, fmt = tex_template.tex_compiler, tex_template.output_format
         source = _read_regular(tex_file, MAX_TEX_BYTES)
-        if source is not None and VOLATILE_TEX.search(source):
-            source = None  # the clock or random numbers: never from the cache (the format still applies)
+        if source is not None and not cacheable(source):
+            source = None  # its SVG may depend on more than its text: never from the cache (the format still applies)
         if source is not None and compiler in COMPILERS and fmt in FORMATS:
             key = entry_key(source, compiler, fmt)
             expected = verified.get(key)
@@ -373,6 +505,9 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
     tex_mobject.tex_to_svg_file = tex_to_svg_file
     if getattr(manim, "tex_to_svg_file", None) is original:
         manim.tex_to_svg_file = tex_to_svg_file
+    global _STARTED
+    # what an untouched compile path looks like (again at arm(): the script's start)
+    _STARTED = _ProcessState.now(tfw, os.path.basename(log_path))
 
 
 def _format_compile(tex_file: Path, source: bytes | None, output_format: str, tex_dir: Path,
@@ -613,8 +748,8 @@ def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestSt
         except UnicodeDecodeError:
             stats.rejected += 1
             continue
-        if VOLATILE_TEX.search(source):
-            continue  # the clock or random numbers: never published
+        if not cacheable(source):
+            continue  # its SVG may depend on more than its text: never published
         key = entry_key(source, compiler, fmt)
         if key in keys:
             continue
@@ -662,18 +797,19 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
     try:
         lines = []
         for key, source, _svg, compiler, fmt in candidates:
-            d = scratch / key[:16]
-            d.mkdir()
+            d = scratch / key  # (each compile in a directory of its own, also its cwd: red team, a source that
+            d.mkdir()          # tested for another candidate's file saw it there)
             tex_file = d / f"{manim_tex_hash(source.decode('utf-8'))}.tex"
             tex_file.write_bytes(source)
-            for cmd in compile_commands(tex_file, compiler, fmt):
-                lines.append(" ".join(shlex.quote(c) for c in cmd) + " >/dev/null 2>&1")
+            cmds = " && ".join(" ".join(shlex.quote(c) for c in cmd) + " >/dev/null 2>&1"
+                               for cmd in compile_commands(tex_file, compiler, fmt))
+            lines.append(f"(cd {shlex.quote(str(d))} && {cmds})")
         res = run_sandboxed(make_spec(["/bin/sh", "-c", "\n".join(lines)], str(scratch)))
         if res.launch_error or res.timed_out:
             stats.notes.append(f"verify compile did not run: {res.launch_error or 'timeout'}")
             return stats
         for key, source, svg, _compiler, _fmt in candidates:
-            d = scratch / key[:16]
+            d = scratch / key
             produced = _read_regular((d / manim_tex_hash(source.decode("utf-8"))).with_suffix(".svg"),
                                      MAX_SVG_BYTES)
             if produced is None or canonical_svg(produced) != canonical_svg(svg):

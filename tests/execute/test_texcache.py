@@ -250,36 +250,46 @@ def test_gate_reads_the_script_text():
 
 def test_process_state_sees_what_the_compile_reads(tmp_path, monkeypatch):
     """The in-process half of the gate, on this process: each change a compile would see is named."""
+    import pathlib
+
     import manim.utils.tex_file_writing as tfw
+    from manim import TexTemplate
 
     work, tex_dir = tmp_path / "work", tmp_path / "work" / "media" / "Tex"
     tex_dir.mkdir(parents=True)
     (tex_dir / "0123456789abcdef.tex").write_text("x")
     monkeypatch.chdir(work)
-    log_path = str(work / texcache.LOG_NAME)
     state = texcache._ProcessState.now(tfw)
     (work / texcache.LOG_NAME).write_text("")  # the wrapper's own log appears later: not a change
     (work / "__pycache__").mkdir()  # a directory TeX does not search
-    assert state.changed(tfw, tex_dir, log_path) is None
+    assert state.changed(tfw, TexTemplate()) is None and texcache._tex_dir_changed(tex_dir) is None
     monkeypatch.setenv("TEXINPUTS", str(tmp_path))
-    assert state.changed(tfw, tex_dir, log_path) == "environ"
+    assert state.changed(tfw) == "environ"
     monkeypatch.delenv("TEXINPUTS")
-    monkeypatch.setattr(tfw, "compile_tex", lambda *a: None)
-    assert state.changed(tfw, tex_dir, log_path) == "compile_path"
-    monkeypatch.undo()
-    monkeypatch.chdir(work)
-    assert state.changed(tfw, tex_dir, log_path) is None
+    for owner, name in ((tfw, "compile_tex"), (pathlib.PosixPath, "write_bytes"), (TexTemplate, "output_format")):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(owner, name, lambda *a: None)
+            assert state.changed(tfw) == "compile_path", name
+    assert state.changed(tfw) is None
+
+    class Sub(TexTemplate):
+        pass
+
+    assert state.changed(tfw, Sub()) == "template"
+    odd = TexTemplate()
+    odd.description = Sub  # (a field that is not a plain string)
+    assert state.changed(tfw, odd) == "template"
     (tex_dir / "0123456789abcdef.aux").write_text("\\relax")
-    assert state.changed(tfw, tex_dir, log_path) == "tex_dir"
+    assert texcache._tex_dir_changed(tex_dir) == "tex_dir"
     (tex_dir / "0123456789abcdef.aux").unlink()
     (work / "texmf").mkdir()  # TEXMFHOME=~/texmf (the sample's HOME is its directory)
-    assert state.changed(tfw, tex_dir, log_path) == "working_dir"
+    assert state.changed(tfw) == "working_dir"
     (work / "texmf").rmdir()
     (work / "amsmath.sty").write_text("")
-    assert state.changed(tfw, tex_dir, log_path) == "working_dir"
+    assert state.changed(tfw) == "working_dir"
     (work / "amsmath.sty").unlink()
     monkeypatch.chdir(tmp_path)
-    assert state.changed(tfw, tex_dir, log_path) == "cwd"
+    assert state.changed(tfw) == "cwd"
 
 
 def test_a_hit_never_depends_on_what_other_samples_compiled(worker_cfg):
@@ -306,4 +316,94 @@ def test_tex_that_reads_the_clock_is_never_cached(worker_cfg):
     rows = [render_one("clock", clock, root / f"clock{k}", cfg, runner=worker.run) for k in range(3)]
     assert all(r["success"] for r in rows), rows[0]["error"]
     assert [r["tex_cache_hits"] for r in rows] == [0, 0, 0] and [r["tex_cache_published"] for r in rows] == [0, 0, 0]
-    assert texcache.VOLATILE_TEX.search(rb"\the\year") and not texcache.VOLATILE_TEX.search(rb"a \times b")
+
+
+# red team of the gate (2026-12-05): routes that pass the static half
+COUNTING_TEMPLATE = textwrap.dedent('''
+    from manim import *
+
+    class T(TexTemplate):
+        reads = []
+
+        @property
+        def output_format(self):
+            T.reads.append(1)
+            return ".dvi"
+
+        @output_format.setter
+        def output_format(self, value):
+            pass
+
+    class Emc(Scene):
+        def construct(self):
+            t = T()
+            T.reads.clear()
+            self.add(MathTex(r"E = mc^2", tex_template=t))
+            if len(T.reads) != 2:  # manim's compile reads it twice
+                raise ValueError(f"output_format read {len(T.reads)} times")
+            self.wait(0.1)
+    ''')
+PATCHED_PATH = textwrap.dedent('''
+    from manim import *
+
+    def refuse(path, data):
+        raise RuntimeError("write_bytes called")
+
+    class Emc(Scene):
+        def construct(self):
+            type(config.get_dir("text_dir")).write_bytes = refuse  # manim's compile never calls it
+            self.add(MathTex(r"E = mc^2"))
+            self.wait(0.1)
+    ''')
+
+
+def test_only_tex_whose_result_is_its_text_is_cached():
+    from manim import TexTemplate
+
+    def source(body, template=None):
+        return (template or TexTemplate()).get_texcode_for_expression_in_env(body, "align*").encode()
+
+    for body in (r"E = mc^2", r"\int_0^1 x^2\,dx = \frac{1}{3}", r"\text{Area } = \pi r^2 \quad \\",
+                 r"\left( \begin{pmatrix} a & b \\ c & d \end{pmatrix} \right)", r"\vec{v} \cdot \hat{n} \geq 0"):
+        assert texcache.cacheable(source(body)), body
+    for body in (r"\number\csname time\endcsname", r"\the\year", r"\InputIfFileExists{media/x.tex}{}{}Hello",
+                 r"\IfFileExists{victim.py}{YES}{NO}", r"\input{x}", "\\^^74ime", r"\expandafter\x",
+                 r"\begin{verbatim}x\end{verbatim}", r"\pdfuniformdeviate 100", r"\def\x{1}\x", r"\catcode`\@=11",
+                 r"\@input{x}", r"\directlua{x}", r"\begin{align*}\csname\end{align*}"):
+        assert not texcache.cacheable(source(body)), body
+    custom = TexTemplate()
+    custom.add_to_preamble(r"\usepackage{esvect}")
+    assert not texcache.cacheable(source(r"\vv{x}", custom))
+    assert not texcache.cacheable(b"\xff\xfe")
+
+
+def test_template_and_library_changes_take_manims_own_path(worker_cfg):
+    """A template subclass whose attribute reads run script code, and a pathlib method only the hit path calls:
+    the cached render equals the uncached one (red team of the gate)."""
+    root, cfg, worker = worker_cfg
+    warm = [render_one("emc", EMC, root / f"emc_again{k}", cfg, runner=worker.run) for k in range(3)]
+    assert warm[-1]["tex_cache_hits"] >= 1
+    for name, src, reason in (("template", COUNTING_TEMPLATE, "runtime:template"),
+                              ("pathlib", PATCHED_PATH, "runtime:compile_path")):
+        assert texcache.script_reasons(src) == []
+        cached = render_one(name, src, root / f"{name}_cached", cfg, runner=worker.run)
+        plain = render_one(name, src, root / f"{name}_plain", replace(cfg, tex_cache_dir=None), runner=worker.run)
+        assert (cached["success"], cached["error_kind"]) == (plain["success"], plain["error_kind"]), name
+        if plain["success"]:
+            assert _sha(cached["video_path"]) == _sha(plain["video_path"])
+        assert cached["tex_cache_hits"] == 0 and reason in json.loads(cached["tex_cache_reasons"]), cached
+
+
+def test_tex_that_reads_a_file_is_never_served(worker_cfg):
+    """A formula that reads a file the script can plant: published by clean samples, it would serve their result
+    to one that planted the file (red team of the gate). Only TeX whose result is its text is cached."""
+    root, cfg, worker = worker_cfg
+    reader = EMC.replace('self.add(MathTex(r"E = mc^2"))',
+                         'self.add(Tex(r"\\InputIfFileExists{media/x.tex}{}{}Hello"))')
+    planter = reader.replace("self.add(Tex", 'np.savetxt("media/x.tex", [0.0], header=r"\\errmessage{planted}", '
+                                             'comments="")\n        self.add(Tex')
+    rows = [render_one("reader", reader, root / f"reader{k}", cfg, runner=worker.run) for k in range(3)]
+    assert all(r["success"] for r in rows) and [r["tex_cache_published"] for r in rows] == [0, 0, 0]
+    cached = render_one("planter", planter, root / "planter_cached", cfg, runner=worker.run)
+    plain = render_one("planter", planter, root / "planter_plain", replace(cfg, tex_cache_dir=None), runner=worker.run)
+    assert plain["success"] is False and (cached["success"], cached["error_kind"]) == (False, plain["error_kind"])
