@@ -224,6 +224,8 @@ GATE_NAMES = frozenset({
     "generate_tex_file", "tex_to_svg_file", "print_all_tex_errors", "tex_hash", "tex_dir", "media_dir",
     "no_latex_cleanup", "environ", "putenv", "unsetenv", "chdir", "fchdir", "system", "popen", "subprocess",
     "file_ops", "setrlimit", "prlimit", "umask", "TEXINPUTS", "TEXMFHOME", "TEXMFVAR", "TEXMFCONFIG", "HOME", "PATH",
+    # red team 2: descriptors held without `open`, code run by manim's logger while it writes the .tex file
+    "memmap", "mmap_mode", "addFilter", "addHandler", "setLogRecordFactory", "filters", "handlers",
 })
 GATE_IMPORTS = script_reach.SAFE_IMPORTS | {"time"}  # `time` reads clocks; it changes nothing TeX reads
 GATE_HARMLESS = frozenset({"__name__", "__all__", "__file__", "__doc__", "__init__"})
@@ -255,6 +257,13 @@ def script_reasons(source: str) -> list[str]:
                 word = node.name.split(".")[-1]
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 word = node.value
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and script_reach.DUNDER.fullmatch(
+                    node.name) and node.name not in GATE_HARMLESS:
+                # a method Python calls by itself (`__del__` at any collection, `__radd__` inside manim's string
+                # building): script code that runs inside the compile path (red team 2)
+                if f"dunder_method:{node.name}" not in reasons:
+                    reasons.append(f"dunder_method:{node.name}")
+                continue
             else:
                 continue
             if word in GATE_NAMES and f"tex_path:{word}" not in reasons:
@@ -347,6 +356,20 @@ def _bindings(namespace) -> tuple:
     return tuple(item for item in vars(namespace).items() if item[0] != "__slotnames__")
 
 
+MIN_FREE_FDS = 32  # what manim's compile needs at most, with room: fewer free and a hit could pass where it fails
+
+
+def _logging_state() -> tuple:
+    """The filters and handlers of manim's logger and of the root logger, and the record factory: manim logs
+    "Writing ..." while it builds a ``.tex`` file, so a script's filter or handler runs inside that step (red team 2
+    planted a font file from one)."""
+    import logging
+
+    loggers = (logging.getLogger("manim"), logging.getLogger())
+    return (logging.getLogRecordFactory(), logging.Logger.manager.disable,
+            *((tuple(lg.filters), tuple(lg.handlers), *(tuple(h.filters) for h in lg.handlers)) for lg in loggers))
+
+
 def _plain_template(template) -> bool:
     """manim's own ``TexTemplate`` class with plain string fields: reading its attributes and building its text run
     nothing of the script's (red team: a subclass counting reads of ``output_format``, a template whose text changed
@@ -384,6 +407,15 @@ class _ProcessState:
     sigchld: object
     namespaces: tuple
     log_name: str  # the wrapper's own log, which appears in the working directory later
+    logging: tuple = ()
+
+    @staticmethod
+    def _free_fds() -> int:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        used = len(os.listdir("/proc/self/fd"))
+        return (1 << 30) if soft == resource.RLIM_INFINITY else soft - used
 
     @staticmethod
     def _rlimits() -> tuple:
@@ -398,7 +430,7 @@ class _ProcessState:
         cwd = os.getcwd()
         return cls(os.environ, dict(os.environ), cwd, frozenset(os.listdir(cwd)), cls._rlimits(),
                    signal.getsignal(signal.SIGCHLD),
-                   tuple((ns, _bindings(ns)) for ns in _watched_namespaces(tfw)), log_name)
+                   tuple((ns, _bindings(ns)) for ns in _watched_namespaces(tfw)), log_name, _logging_state())
 
     def changed(self, tfw, template=None) -> str | None:
         import signal
@@ -418,6 +450,10 @@ class _ProcessState:
                     return "compile_path"
             if template is not None and not _plain_template(template):
                 return "template"
+            if _logging_state() != self.logging:
+                return "logging"
+            if self._free_fds() < MIN_FREE_FDS:
+                return "file_descriptors"  # the hit needs fewer than manim's compile (red team 2: np.memmap)
             for name in os.listdir(self.cwd):
                 if name in self.cwd_entries or name == self.log_name:
                     continue
@@ -462,6 +498,8 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
         # first, before anything of ours runs script code (a template's methods, a patched class): whether the
         # script touched what its own compile reads -- then manim's own path, exactly, and no format
         changed = _STARTED.changed(tfw, tex_template) if _STARTED is not None else "not_armed"
+        if changed is None and not (type(expression) is str and (environment is None or type(environment) is str)):
+            changed = "argument_type"  # a str subclass runs script code inside manim's text building (red team 2)
         if changed is not None:
             _log({"event": "declined", "why": changed})
             return original(expression, environment, tex_template)
@@ -474,14 +512,16 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
         svg_file = tex_file.with_suffix(".svg")
         if svg_file.exists() or config["no_latex_cleanup"]:
             return original(expression, environment, tex_template)
-        tex_dir_changed = _tex_dir_changed(tex_file.parent)
-        if tex_dir_changed is not None:
-            _log({"event": "declined", "why": tex_dir_changed, "tex": tex_file.name})
+        # again: generate_tex_file logged "Writing ..." through manim's logger (a script's filter or handler runs
+        # there, red team 2); nothing of the script's runs between this check and the lookup or the format's latex
+        again = _STARTED.changed(tfw, tex_template) or _tex_dir_changed(tex_file.parent)
+        if again is not None:
+            _log({"event": "declined", "why": again, "tex": tex_file.name})
             return original(expression, environment, tex_template)
         compiler, fmt = tex_template.tex_compiler, tex_template.output_format
         source = _read_regular(tex_file, MAX_TEX_BYTES)
         if source is not None and not cacheable(source):
-            source = None  # its SVG may depend on more than its text: never from the cache (the format still applies)
+            source = None  # its SVG may depend on more than its text: neither the cache nor the format
         if source is not None and compiler in COMPILERS and fmt in FORMATS:
             key = entry_key(source, compiler, fmt)
             expected = verified.get(key)
@@ -494,9 +534,10 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
                 tfw.delete_nonsvg_files()  # what manim does after a compile (no_latex_cleanup is False here)
                 _log({"event": "hit", "key": key, "sha256": expected})
                 return svg_file
-        if formats and compiler == "latex" and fmt == ".dvi":
-            _format_compile(tex_file, _read_regular(tex_file, MAX_TEX_BYTES), fmt, config.get_dir("tex_dir"),
-                            formats, _log)
+        if formats and compiler == "latex" and fmt == ".dvi" and source is not None:
+            # (only for a cacheable source: expl3 keeps the format's dump name in `\g_file_curr_name_str`, which a
+            # document can read -- red team 2; the allow-list reaches no expl3)
+            _format_compile(tex_file, source, fmt, config.get_dir("tex_dir"), formats, _log)
         result = original(expression, environment, tex_template)
         _log({"event": "miss", "tex": tex_file.name, "compiler": compiler, "format": fmt})
         return result

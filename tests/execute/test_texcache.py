@@ -271,6 +271,26 @@ def test_process_state_sees_what_the_compile_reads(tmp_path, monkeypatch):
             patch.setattr(owner, name, lambda *a: None)
             assert state.changed(tfw) == "compile_path", name
     assert state.changed(tfw) is None
+    import logging
+
+    manim_logger = logging.getLogger("manim")
+    manim_logger.addFilter(lambda record: True)  # (manim logs "Writing ..." while it builds the .tex file)
+    try:
+        assert state.changed(tfw) == "logging"
+    finally:
+        manim_logger.filters.pop()
+    assert state.changed(tfw) is None
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    held = []
+    try:  # leave fewer free descriptors than manim's compile could need
+        while soft - len(os.listdir("/proc/self/fd")) >= texcache.MIN_FREE_FDS:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        assert state.changed(tfw) == "file_descriptors"
+    finally:
+        for fd in held:
+            os.close(fd)
 
     class Sub(TexTemplate):
         pass
@@ -407,3 +427,88 @@ def test_tex_that_reads_a_file_is_never_served(worker_cfg):
     cached = render_one("planter", planter, root / "planter_cached", cfg, runner=worker.run)
     plain = render_one("planter", planter, root / "planter_plain", replace(cfg, tex_cache_dir=None), runner=worker.run)
     assert plain["success"] is False and (cached["success"], cached["error_kind"]) == (False, plain["error_kind"])
+
+
+# red team 2 (2026-12-05): script code inside manim's .tex building, descriptors, the format's dump name
+RED_TEAM_2 = {
+    "logger_filter": textwrap.dedent('''
+        from manim import *
+
+        def plant(record):
+            if str(record.msg).startswith("Writing"):  # manim's log line while it writes the .tex file
+                np.frombuffer(b"not a tfm file at all", dtype=np.uint8).tofile("msam10.tfm")
+            return True
+
+        class A(Scene):
+            def construct(self):
+                logger.addFilter(plant)
+                self.add(MathTex(r"E = mc^2"))
+                self.wait(0.1)
+        '''),
+    "str_subclass": textwrap.dedent('''
+        from manim import *
+
+        class Env(str):
+            def __radd__(self, other):  # runs inside manim's text building
+                np.frombuffer(b"not a tfm file at all", dtype=np.uint8).tofile("msam10.tfm")
+                return other + str(self)
+
+        class E(Scene):
+            def construct(self):
+                self.add(MathTex(r"E = mc^2", tex_environment=Env("align*")))
+                self.wait(0.1)
+        '''),
+    "descriptors": textwrap.dedent('''
+        from manim import *
+
+        class B(Scene):
+            def construct(self):
+                held = []
+                try:
+                    while len(held) < 5000:
+                        held.append(np.memmap("manim.cfg", mode="r"))
+                except Exception:
+                    pass
+                held.pop()
+                err = "ok"
+                try:
+                    MathTex(r"E = mc^2")
+                except Exception as e:
+                    err = repr(e)[:120]
+                held.clear()
+                if err != "ok":
+                    raise RuntimeError(err)
+                self.wait(0.1)
+        '''),
+    "format_name": textwrap.dedent(r'''
+        from manim import *
+
+        class C(Scene):
+            def construct(self):
+                t = Tex(r"\ExplSyntaxOn\str_if_eq:VVTF\g_file_curr_name_str\c_sys_jobname_str{plain}{format}"
+                        r"\ExplSyntaxOff")
+                self.add(t)
+                if len(t[0]) != 5:
+                    raise ValueError(f"the format was used: {len(t[0])} glyphs")
+                self.wait(0.1)
+        '''),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RED_TEAM_2))
+def test_red_team_2_routes_render_as_uncached(worker_cfg, name):
+    """With the formula published by clean samples (and the format ready), each script's row equals its uncached
+    render: declined by the gate (a logger filter, a str subclass's method, np.memmap), or a source neither the
+    format nor the cache takes (expl3 reads the format's dump name)."""
+    root, cfg, worker = worker_cfg
+    for k in range(3):
+        render_one("emc", EMC, root / f"rt2_{name}_emc{k}", cfg, runner=worker.run)
+    src = RED_TEAM_2[name]
+    cached = render_one(name, src, root / f"rt2_{name}_cached", cfg, runner=worker.run)
+    plain = render_one(name, src, root / f"rt2_{name}_plain", replace(cfg, tex_cache_dir=None), runner=worker.run)
+    assert (cached["success"], cached["error_kind"]) == (plain["success"], plain["error_kind"]), cached["error"]
+    if plain["success"]:
+        assert _sha(cached["video_path"]) == _sha(plain["video_path"])
+    else:
+        assert cached["error"].splitlines()[-1] == plain["error"].splitlines()[-1]
+    assert cached["tex_cache_hits"] == 0 and cached["tex_format_compiles"] == 0
