@@ -210,13 +210,17 @@ def cacheable(source: bytes) -> bool:
 #   way to reach the compile path or the process state (the reflection deny-list of execute/script_reach.py, which
 #   the one-pass rule shares, with imports limited to :data:`GATE_IMPORTS`) and names none of :data:`GATE_NAMES`;
 # * in the sample's process, at each lookup (:meth:`_ProcessState.changed`, first, before anything of ours could run
-#   script code): the environment, cwd, resource limits and SIGCHLD's disposition are those the script started with,
-#   the namespaces the compile path and the hit path look up (manim's TeX module, its config and ``TexTemplate``
-#   classes, ``subprocess``, ``Popen``, pathlib's classes) hold the same objects, the template is manim's own class
-#   with plain string fields, no file and no TeX-looking directory appeared in the working directory, and the Tex
-#   directory holds nothing but manim's own ``<hash>.tex`` and ``<hash>.svg`` files. Otherwise that expression
-#   compiles exactly as manim does (no format either; rows: tex_cache_reasons ``runtime:<why>``);
-# * and the source itself must be :func:`cacheable` (above): its result a function of its text.
+#   script code, and again right after manim has built the ``.tex`` file, whose "Writing ..." log line runs the
+#   logger's filters and handlers): the environment, cwd, resource limits, free file descriptors and SIGCHLD's
+#   disposition are those the script started with, the namespaces the compile path and the hit path look up (manim's
+#   TeX module, its config and ``TexTemplate`` classes, ``subprocess``, ``Popen``, pathlib's classes) hold the same
+#   objects, so do manim's and the root logger's filters and handlers, the expression and environment are plain
+#   ``str`` and the template manim's own class with plain string fields, no file and no TeX-looking directory
+#   appeared in the working directory, and the Tex directory holds nothing but manim's own ``<hash>.tex`` and
+#   ``<hash>.svg`` files. Otherwise that expression compiles exactly as manim does (no format either; rows:
+#   tex_cache_reasons ``runtime:<why>``);
+# * and the source itself must be :func:`cacheable` (above): its result a function of its text. The LaTeX format is
+#   used for such sources only (expl3 keeps the format's dump name, which a document can read).
 # Left (docs/security.md): a script can time its own compile (about 1 ms from the cache, 0.2 s compiled) and branch
 # on it; such a script is not deterministic uncached either.
 GATE_NAMES = frozenset({
