@@ -209,20 +209,22 @@ def cacheable(source: bytes) -> bool:
 # * the parent's static gate (:func:`script_reasons`, trusted, before the sample starts): the script's text shows no
 #   way to reach the compile path or the process state (the reflection deny-list of execute/script_reach.py, which
 #   the one-pass rule shares, with imports limited to :data:`GATE_IMPORTS`) and names none of :data:`GATE_NAMES`;
-# * in the sample's process, at each lookup (:meth:`_ProcessState.changed`, first, before anything of ours could run
-#   script code, and again right after manim has built the ``.tex`` file, whose "Writing ..." log line runs the
-#   logger's filters and handlers): the environment, cwd, resource limits, free file descriptors and SIGCHLD's
-#   disposition are those the script started with, the namespaces the compile path and the hit path look up (manim's
+# * in the sample's process: at every call, first, the expression and environment are plain ``str`` and the
+#   template manim's own class with plain string fields (building the ``.tex`` text then runs nothing of the
+#   script's; ``TexTemplate``'s class is checked here too); where manim would compile (:meth:`_ProcessState.changed`,
+#   after manim has built the ``.tex`` file, whose "Writing ..." log line runs the logger's filters and handlers):
+#   the environment, cwd, resource limits, free file descriptors and SIGCHLD's disposition are those the script
+#   started with, the namespaces the compile path and the hit path look up (manim's
 #   TeX module, its config and ``TexTemplate`` classes, ``subprocess``, ``Popen``, pathlib's classes) hold the same
-#   objects, so do manim's and the root logger's filters and handlers, the expression and environment are plain
-#   ``str`` and the template manim's own class with plain string fields, no file and no TeX-looking directory
+#   objects, so do manim's and the root logger's filters and handlers, no file and no TeX-looking directory
 #   appeared in the working directory, and the Tex directory holds nothing but manim's own ``<hash>.tex`` and
 #   ``<hash>.svg`` files. Otherwise that expression compiles exactly as manim does (no format either; rows:
 #   tex_cache_reasons ``runtime:<why>``);
 # * and the source itself must be :func:`cacheable` (above): its result a function of its text. The LaTeX format is
 #   used for such sources only (expl3 keeps the format's dump name, which a document can read).
 # Left (docs/security.md): a script can time its own compile (about 1 ms from the cache, 0.2 s compiled) and branch
-# on it; such a script is not deterministic uncached either.
+# on it; such a script is not deterministic uncached either. The full check runs only where manim compiles (it
+# costs ~0.16 ms; an always_redraw scene makes thousands of calls that find their SVG made).
 GATE_NAMES = frozenset({
     "tex_file_writing", "compile_tex", "convert_to_svg", "delete_nonsvg_files", "make_tex_compilation_command",
     "generate_tex_file", "tex_to_svg_file", "print_all_tex_errors", "tex_hash", "tex_dir", "media_dir",
@@ -413,6 +415,15 @@ class _ProcessState:
     log_name: str  # the wrapper's own log, which appears in the working directory later
     logging: tuple = ()
 
+    def template_class_same(self) -> bool:
+        from manim.utils.tex_templates import TexTemplate
+
+        for ns, items in self.namespaces:
+            if ns is TexTemplate:
+                now = _bindings(ns)
+                return len(now) == len(items) and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(now, items))
+        return False
+
     @staticmethod
     def _free_fds() -> int:
         import resource
@@ -499,25 +510,30 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
 
     @functools.wraps(original)
     def tex_to_svg_file(expression, environment=None, tex_template=None):
-        # first, before anything of ours runs script code (a template's methods, a patched class): whether the
-        # script touched what its own compile reads -- then manim's own path, exactly, and no format
-        changed = _STARTED.changed(tfw, tex_template) if _STARTED is not None else "not_armed"
-        if changed is None and not (type(expression) is str and (environment is None or type(environment) is str)):
-            changed = "argument_type"  # a str subclass runs script code inside manim's text building (red team 2)
-        if changed is not None:
-            _log({"event": "declined", "why": changed})
+        # first, cheaply (every call; most find their SVG already made): the arguments are plain strings and the
+        # template manim's own class, so building the .tex text runs nothing of the script's (red team 2: a str
+        # subclass's __radd__, a template subclass) -- else manim's own path, exactly, and no format
+        why = None if _STARTED is not None else "not_armed"
+        if why is None and not (type(expression) is str and (environment is None or type(environment) is str)):
+            why = "argument_type"
+        if why is None and not _STARTED.template_class_same():
+            why = "compile_path"  # TexTemplate's own methods build the text
+        template = tex_template if tex_template is not None or why is not None else config["tex_template"]
+        if why is None and not _plain_template(template):
+            why = "template"
+        if why is not None:
+            _log({"event": "declined", "why": why})
             return original(expression, environment, tex_template)
-        if tex_template is None:
-            tex_template = config["tex_template"]
-            if not _plain_template(tex_template):
-                _log({"event": "declined", "why": "template"})
-                return original(expression, environment, None)
-        tex_file = tfw.generate_tex_file(expression, environment, tex_template)
+        tex_file = tfw.generate_tex_file(expression, environment, template)
         svg_file = tex_file.with_suffix(".svg")
-        if svg_file.exists() or config["no_latex_cleanup"]:
+        if svg_file.exists():
+            return svg_file  # manim's own steps, each once (its tex_to_svg_file returns here too)
+        tex_template = template
+        if config["no_latex_cleanup"]:
             return original(expression, environment, tex_template)
-        # again: generate_tex_file logged "Writing ..." through manim's logger (a script's filter or handler runs
-        # there, red team 2); nothing of the script's runs between this check and the lookup or the format's latex
+        # where manim would compile: the whole process state, after generate_tex_file logged "Writing ..." through
+        # manim's logger (a script's filter or handler runs there, red team 2); nothing of the script's runs
+        # between this check and the lookup or the format's latex
         again = _STARTED.changed(tfw, tex_template) or _tex_dir_changed(tex_file.parent)
         if again is not None:
             _log({"event": "declined", "why": again, "tex": tex_file.name})

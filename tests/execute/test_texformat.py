@@ -225,7 +225,7 @@ def test_the_format_is_used_only_for_the_default_template(worker_cfg, monkeypatc
         tpl.add_to_preamble("\\usepackage{xcolor}")
         tfw.tex_to_svg_file("y^2", "align*", tpl)
         with pytest.raises(ValueError):
-            tfw.tex_to_svg_file("\\undefinedthing", "align*", TexTemplate())
+            tfw.tex_to_svg_file("\\frac{1}", "align*", TexTemplate())  # (a cacheable source that fails)
     finally:
         tfw.tex_to_svg_file, config.media_dir = saved
     events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
