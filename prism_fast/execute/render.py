@@ -480,7 +480,7 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
     if stats.declined:  # the sample's gate sent some compiles to manim's own path (texcache.py "The gate")
         row["tex_cache_reasons"] = json.dumps(stats.declined)
         log.warning("render %s: TeX cache declined at run time for some compiles (%s)", row["id"],
-                 ", ".join(stats.declined))
+                    ", ".join(stats.declined))
     for note in stats.notes:
         log.warning("tex cache: %s (%s)", note, row["id"])
 
