@@ -20,6 +20,7 @@ from prism_fast.execute.script_reach import DUNDER as _DUNDER
 from prism_fast.execute.script_reach import a_class as _a_class
 from prism_fast.execute.script_reach import annotation_nodes as _annotations
 from prism_fast.execute.script_reach import format_reads_attributes as _format_reads_attributes
+from prism_fast.execute.script_reach import import_reasons
 from prism_fast.execute.script_reach import keyword_forwards as _keyword_forwards
 from prism_fast.execute.script_reach import literal_keywords as _literal_keywords
 from prism_fast.execute.script_reach import private as _private
@@ -115,15 +116,11 @@ def _static_reasons(tree: ast.AST) -> list[str]:
         if isinstance(node, ast.keyword) and node.arg is None and not _literal_keywords(node.value) \
                 and id(node) not in forwards:
             add("dynamic_keywords")  # `f(**mapping)`: keywords the rule cannot read (`**{"stack" + "_info": 1}`)
+        for reason in import_reasons(node, SAFE_IMPORTS):
+            add(reason)
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] not in SAFE_IMPORTS:
-                    add(f"import:{alias.name}")
+            pass  # (its only reasons: above)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                add("relative_import")
-            elif (node.module or "").split(".")[0] not in SAFE_IMPORTS:
-                add(f"import:{node.module}")
             if any(a.name.startswith("_") for a in node.names):  # (a private name of any module, manim's too)
                 add(f"private:{node.module}")
             for alias in node.names:  # `from manim.utils.module_ops import inspect`, `from operator import attrgetter`

@@ -149,6 +149,18 @@ def a_class(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
 
 
+def import_reasons(node: ast.AST, safe_imports: frozenset) -> list[str]:
+    """``import:<module>`` for an import outside ``safe_imports``, ``relative_import`` for a relative one."""
+    if isinstance(node, ast.Import):
+        return [f"import:{a.name}" for a in node.names if a.name.split(".")[0] not in safe_imports]
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            return ["relative_import"]
+        if (node.module or "").split(".")[0] not in safe_imports:
+            return [f"import:{node.module}"]
+    return []
+
+
 # builtins that read, write or run things by a name or a text the AST does not show
 REFLECT_NAMES = frozenset({"getattr", "setattr", "delattr", "hasattr", "globals", "locals", "vars", "eval", "exec",
                            "compile", "open", "input", "breakpoint", "memoryview"})
@@ -182,15 +194,9 @@ def reach_reasons(tree: ast.AST, safe_imports: frozenset = SAFE_IMPORTS, module_
 
     forwards = keyword_forwards(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] not in safe_imports:
-                    add(f"import:{alias.name}")
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                add("relative_import")
-            elif (node.module or "").split(".")[0] not in safe_imports:
-                add(f"import:{node.module}")
+        for reason in import_reasons(node, safe_imports):
+            add(reason)
+        if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if refused_attr(alias.name) or alias.name in REFLECT_NAMES:
                     add(f"import_name:{alias.name}")
