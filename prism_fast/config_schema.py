@@ -209,8 +209,8 @@ class PadvcSchema:
         """The OCR that runs under ``profile`` (improved: detection only, Q-PADVC-15)."""
         from dataclasses import asdict
 
-        from prism_fast.metrics.padvc import ocr_settings_for_profile
-        from prism_fast.video.ocr import OcrSettings
+        # (video.ocr, not metrics.padvc: the driver decides text boxes before its first render, without torch)
+        from prism_fast.video.ocr import OcrSettings, ocr_settings_for_profile
 
         return ocr_settings_for_profile(OcrSettings(backend=self.ocr_backend, **asdict(self.ocr)), profile)
 

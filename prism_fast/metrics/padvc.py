@@ -32,7 +32,8 @@ from prism_fast.profile import REFERENCE, Profile
 from prism_fast.video.cpu_signals import make_signal_stream
 from prism_fast.video.decode import VideoFrames, probe_video
 from prism_fast.metrics.params import PADVC_FIT_EPS, PadvcParams  # noqa: F401 - PadvcParams re-exported
-from prism_fast.video.ocr import OcrSettings, SceneTextMasker, TextMasker, fill_text_mask
+from prism_fast.video.ocr import (OcrSettings, SceneTextMasker, TextMasker, fill_text_mask,  # noqa: F401
+                                  ocr_settings_for_profile)  # (re-exported: it lives beside OcrSettings)
 from prism_kernels import dilate, event_threshold, geo_energies, segment_events, text_energies
 
 DETAIL_VERSION = 4
@@ -69,20 +70,6 @@ class PadvcConfig:
                 "sticky_peak_rescue": self.sticky_peak_rescue}
 
 
-
-
-def ocr_settings_for_profile(settings: OcrSettings, profile: Profile) -> OcrSettings:
-    """Q-PADVC-15 (the mask depends on the recogniser): improved takes the text masks from the render's text boxes
-    (backend ``scene``, unless ``scene_masks: off``) and, where a video has none, from detection-only OCR
-    (``use_rec`` off; the cache signature says rec0). ``scene_masks: off`` also turns an explicit ``scene`` backend
-    back into RapidOCR."""
-    if settings.scene_masks == "off" and settings.backend == "scene":
-        settings = replace(settings, backend="rapidocr")
-    if profile.fixes("Q-PADVC-15"):
-        settings = replace(settings, use_rec=False)
-        if settings.scene_masks == "auto" and settings.backend == "rapidocr":
-            settings = replace(settings, backend="scene")
-    return settings
 
 
 class VideoDecodeError(RuntimeError):

@@ -51,6 +51,7 @@ import numpy as np
 
 from prism_fast import fsutil, integrity
 from prism_fast.integrity import ContentCache
+from prism_fast.profile import Profile
 
 log = logging.getLogger("prism_fast.ocr")
 
@@ -99,6 +100,20 @@ class OcrSettings:
             return "paddle"
         return (f"rapidocr_cls{int(self.use_cls)}_rec{int(self.use_rec)}_ts{self.text_score:.3f}"
                 f"_bt{self.box_thresh:.3f}_ur{self.unclip_ratio:.3f}_ls{int(self.det_limit_side_len)}")
+
+
+def ocr_settings_for_profile(settings: OcrSettings, profile: Profile) -> OcrSettings:
+    """Q-PADVC-15 (the mask depends on the recogniser): improved takes the text masks from the render's text boxes
+    (backend ``scene``, unless ``scene_masks: off``) and, where a video has none, from detection-only OCR
+    (``use_rec`` off; the cache signature says rec0). ``scene_masks: off`` also turns an explicit ``scene`` backend
+    back into RapidOCR."""
+    if settings.scene_masks == "off" and settings.backend == "scene":
+        settings = replace(settings, backend="rapidocr")
+    if profile.fixes("Q-PADVC-15"):
+        settings = replace(settings, use_rec=False)
+        if settings.scene_masks == "auto" and settings.backend == "rapidocr":
+            settings = replace(settings, backend="scene")
+    return settings
 
 
 def _backend_versions() -> str:

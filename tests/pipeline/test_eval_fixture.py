@@ -92,3 +92,30 @@ def test_text_boxes_are_recorded_only_where_padvc_reads_them(tmp_path):
     assert exec_of["default"]["execute.text_boxes"] is False and exec_of["scene"]["execute.text_boxes"] is True
     assert {k: v for k, v in exec_of["default"].items() if k != "execute.text_boxes"} == \
         {k: v for k, v in exec_of["scene"].items() if k != "execute.text_boxes"}
+
+
+def test_the_driver_resolves_its_options_without_torch(tmp_path):
+    """Everything the driver does before its head start renders -- composing the config and resolving the options,
+    text boxes included (they read the PADVC stage's OCR settings) -- imports neither torch nor prism_kernels: a
+    torch import is ≈ 2.5 s before the first render (issue #19 item 4). Checked in a fresh interpreter, for the
+    reference default and for PADVC on under both profiles."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from hydra import compose, initialize_config_module\n"
+        "from prism_fast.pipeline.run import options_from_config\n"
+        "out = []\n"
+        "for extra in ([], ['metrics.padvc.enabled=true'], ['profile=improved', 'metrics.padvc.enabled=true']):\n"
+        "    with initialize_config_module(config_module='prism_fast.conf', version_base=None):\n"
+        f"        cfg = compose(config_name='config', overrides=['runs_root={tmp_path}', *extra])\n"
+        "    out.append(options_from_config(cfg).render.text_boxes)\n"
+        "print(json.dumps({'boxes': out, 'torch': 'torch' in sys.modules, 'kernels': 'prism_kernels' in sys.modules}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["boxes"] == [False, False, True]  # the options were resolved, improved's PADVC reads text boxes
+    assert got["torch"] is False and got["kernels"] is False
