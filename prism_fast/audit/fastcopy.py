@@ -45,7 +45,11 @@ _REFLECTION = ("name:getattr", "name:setattr", "name:delattr", "name:hasattr", "
                # (glyph-path sharing) state of the copy machinery, and a text decoded other than as read here
                "library_state:", "copy_protocol:", "source_encoding:",
                # (red team 4) the call stack and its frames' locals (the copy walk's memo), object addresses
-               "frame_info:")
+               "frame_info:",
+               # (red team 5) names the rule cannot read or that manim turns into attribute access: a dunder or
+               # private keyword (`.set(__class__=VMobject)` moves a glyph off its guarded class), `**{computed}`,
+               # `m.get___dict__()` (manim's get_<x> is getattr(m, "<x>"))
+               "keyword:_", "dynamic_keywords", "getattr_magic:")
 
 
 # words that end sharing wherever they appear: the attribute, the copy machinery, the parser, and manim's SVG
@@ -102,6 +106,10 @@ def may_share_svg_paths(script_text: str, reasons: list[str] | None = None) -> b
                 return False
             if isinstance(node, ast.Name) and node.id in _NO_SHARE_NAMES:
                 return False
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("__") \
+                    and node.name.endswith("__") and node.name != "__init__":
+                return False  # (red team 5) Python calls these by itself: `__getattr__` answers copy's lookup of
+                # `__deepcopy__` on the script's own objects and is handed the copy walk's memo
             if isinstance(node, ast.Attribute) and node.attr in _NO_SHARE_ATTRS:
                 return False
     except RecursionError:
@@ -245,7 +253,7 @@ def mobject_deepcopy_sharing_svg_paths(self, clone_from_id):
         clone_from_id[id(self)] = result
         glyph = _SHARING["own_glyph"](self, _SHARING["classes"])
         for k, v in self.__dict__.items():
-            if glyph and k == "path_obj" and type(v) is _SHARING["path"]:
+            if glyph and type(k) is str and k == "path_obj" and type(v) is _SHARING["path"]:
                 if _SHARING["near_limit"]():
                     _SHARING["trip"]()
                 setattr(result, k, v)

@@ -186,7 +186,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view)
         # an exception passed through a fast path (execute/fastpaths.py): nothing of this run is kept (not even
         # its report, which a later failure would leave as the stale one), the sample is audited again without them
-        retry = fast and fastpaths.tripped(scratch)
+        retry = fast and fastpaths.tripped(scratch, rc)
         if not retry:
             _copy_out(scratch, audit_dir, cfg)
         fmt_compiles = 0

@@ -34,6 +34,13 @@ import sys
 
 ENV = "PRISM_FAST_PATHS"  # the parent's request: the path of the tripwire file (below)
 MARKER_NAME = ".prism_fast_paths_tripped"
+# A tripped wire also ends the process at once with this status (red team 5): the file alone lived in the script's
+# writable directory, and a script that deleted it (or held every descriptor, or made the directory read-only)
+# before tripping kept the run that showed a fast path. The parent runs the sample again without fast paths on
+# either sign; a script that exits with this status itself only gets that (its own row, rendered the plain way).
+TRIP_EXIT = 213
+_exit = os._exit  # (taken before any script runs: a script that rebinds os._exit does not reach this one)
+_EXIT_ON_TRIP = False  # set by install_from_env: in the child that runs the script (not where tests call install)
 SHARE_ENV = "PRISM_FAST_COPY"  # "1": copies share glyph paths (install_copier), where the parent decided it is exact
 
 # What hands a script the interpreter's call stack without a frame attribute (red team 4): logging's caller lookup
@@ -94,8 +101,9 @@ _MARKER: str | None = None
 def _tripped() -> None:
     """An exception passed through a replaced method. Its traceback now holds a frame of this module where the
     original has manim's own (and a script may print it), so the parent must run this sample again without the
-    fast paths: create the tripwire file (once). A script can create or delete that file itself; either way it
-    changes only its own row (the parent renders again the same way, or keeps a traceback with this frame)."""
+    fast paths: create the tripwire file (once) and, in the script's own process (:func:`install_from_env`), end it
+    at once with :data:`TRIP_EXIT`, so no script code runs after a trip (a script could delete the file). A script
+    that creates the file or exits with that status itself gets only a second, plain execution of its own."""
     global _MARKER
     marker, _MARKER = _MARKER, None
     if marker:
@@ -103,6 +111,8 @@ def _tripped() -> None:
             os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600))
         except OSError:
             pass
+    if _EXIT_ON_TRIP:
+        _exit(TRIP_EXIT)  # nothing of this run is kept; no script code runs after the trip (TRIP_EXIT)
 
 
 def _originals():
@@ -382,15 +392,19 @@ def manim_glyph_classes() -> dict:
     while todo:
         klass = todo.pop()
         if klass.__module__.startswith("manim."):
-            classes[klass] = (klass.__setattr__, klass.__getattribute__)
+            # keyed by id: a lookup by the class itself would hash the class of the object being copied, and a
+            # script's metaclass ``__hash__`` would count the copier's steps (red team 5)
+            classes[id(klass)] = (klass, klass.__setattr__, klass.__getattribute__)
             todo.extend(klass.__subclasses__())
     return classes
 
 
 def own_glyph(obj, classes: dict) -> bool:
-    """``obj`` is exactly one of ``classes`` (:func:`manim_glyph_classes`), its attribute hooks unchanged since."""
-    hooks = classes.get(type(obj))
-    return hooks is not None and hooks[0] is type(obj).__setattr__ and hooks[1] is type(obj).__getattribute__
+    """``obj`` is exactly one of ``classes`` (:func:`manim_glyph_classes`), its attribute hooks unchanged since.
+    Runs nothing of the script's: the class is found by its id and compared by identity first."""
+    cls = type(obj)
+    entry = classes.get(id(cls))
+    return entry is not None and entry[0] is cls and entry[1] is cls.__setattr__ and entry[2] is cls.__getattribute__
 
 
 def tripped_here() -> None:
@@ -546,7 +560,7 @@ def install_copier(marker: str | None = None) -> bool:
             clone_from_id[id(self)] = result
             if own_glyph(self, glyph_classes):
                 for k, v in self.__dict__.items():
-                    if k == "path_obj" and type(v) is se_path:
+                    if type(k) is str and k == "path_obj" and type(v) is se_path:  # (a str subclass's __eq__: no)
                         if near_limit():  # the standard copy of the path could have hit the recursion limit
                             _tripped()
                         setattr(result, k, v)
@@ -593,16 +607,19 @@ def install_from_env() -> bool:
     """In the forked child that will run a script: install when the parent asked (``PRISM_FAST_PATHS`` = the
     tripwire file's path; ``PRISM_FAST_COPY=1``: the glyph-path sharing copier too, :func:`install_copier`; both
     variables are removed here, so the script never sees them). Returns whether the fast paths are installed."""
+    global _EXIT_ON_TRIP
     marker = os.environ.pop(ENV, None)
     share = os.environ.pop(SHARE_ENV, None) == "1"
     if not marker:
         return _INSTALLED
+    _EXIT_ON_TRIP = True
     ok = install(marker)
     if ok and share:
         install_copier(marker)
     return ok
 
 
-def tripped(work_dir) -> bool:
-    """Parent side: whether the child in ``work_dir`` reported an exception through a fast path."""
-    return os.path.lexists(os.path.join(os.fspath(work_dir), MARKER_NAME))
+def tripped(work_dir, returncode: int | None = None) -> bool:
+    """Parent side: whether the child in ``work_dir`` tripped the wire (an exception through a fast path, a
+    guarded access): its marker file, or its exit status :data:`TRIP_EXIT` (the file is the script's to delete)."""
+    return returncode == TRIP_EXIT or os.path.lexists(os.path.join(os.fspath(work_dir), MARKER_NAME))

@@ -384,7 +384,7 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         level=cfg.sandbox,
     )
     res = runner(spec)
-    if fast and fastpaths.tripped(work):
+    if fast and fastpaths.tripped(work, res.returncode):
         # an exception passed through a fast path: its traceback holds a frame of ours where manim's own would be;
         # render_one renders the sample again without them, so the row (error text included) is manim's own
         row["_rerender_plain_paths"] = True

@@ -351,6 +351,29 @@ CAUGHT = textwrap.dedent("""
             self.play(Create(Square()), run_time=0.3)
 """).lstrip()
 
+# (red team 5) as CAUGHT, but the script deletes the tripwire file after the trip and draws what the traceback
+# showed: with the file as the only sign, the run that showed a frame of ours was kept (fast_paths=on, "ours")
+UNLINKS = textwrap.dedent("""
+    import os
+    import traceback
+    from manim import *
+
+    class Unlinks(Scene):
+        def construct(self):
+            g = VGroup(Circle())
+            g.submobjects.append(Mobject())
+            seen = "none"
+            try:
+                g.get_critical_point(UP)
+            except AttributeError:
+                seen = "ours" if "fastpaths" in traceback.format_exc() else "manim"
+                for name in os.listdir("."):
+                    if name.endswith("_tripped"):
+                        os.remove(name)
+            self.add(Text(seen).to_edge(DOWN))
+            self.play(Create(Square()), run_time=0.3)
+""").lstrip()
+
 
 # reads the call stack from inside a fast path (a script override reached from get_points_defining_boundary): a
 # text that says whether a frame of ours was there (red team 4: manim's logger.findCaller(True) gives the stack)
@@ -390,7 +413,7 @@ def renders(tmp_path_factory):
     out = {}
     try:
         for sid, script in (("shapes", SHAPES), ("space", SPACE), ("raises", RAISES), ("caught", CAUGHT),
-                            ("stack", STACK)):
+                            ("stack", STACK), ("unlinks", UNLINKS)):
             for fast in (True, False):
                 row = onepass.render_with_onepass(sid, script, base / f"{sid}-{fast}",
                                                   replace(cfg, fast_paths=fast), REFERENCE, None, worker.run,
@@ -428,7 +451,7 @@ def test_renders_are_identical_both_ways(renders, sid):
             json.dumps(plain["_onepass_audit"]["report"], sort_keys=True)
 
 
-@pytest.mark.parametrize("sid", ["raises", "caught"])
+@pytest.mark.parametrize("sid", ["raises", "caught", "unlinks"])
 def test_an_exception_through_a_fast_path_renders_again_without_them(renders, sid):
     fast, plain = renders[sid, True], renders[sid, False]
     assert fast["fast_paths"] == "fallback" and plain["fast_paths"] == "off"
@@ -439,7 +462,7 @@ def test_an_exception_through_a_fast_path_renders_again_without_them(renders, si
     assert scratch.sub("X", fast["stderr_tail"]) == scratch.sub("X", plain["stderr_tail"])
     assert _digest(fast["video_path"]) == _digest(plain["video_path"])
     assert "execute/fastpaths.py" not in (fast["stderr_tail"] or "")
-    assert (sid == "caught") == bool(fast["success"])
+    assert (sid in ("caught", "unlinks")) == bool(fast["success"])
 
 
 def test_a_script_that_reads_the_call_stack_renders_without_them(renders):
@@ -473,15 +496,15 @@ def test_separate_audits_are_identical_both_ways(tmp_path, caplog):
     from prism_fast.profile import REFERENCE
 
     rows = {}
-    for sid, script in (("shapes", SHAPES), ("caught", CAUGHT)):
+    for sid, script in (("shapes", SHAPES), ("caught", CAUGHT), ("unlinks", UNLINKS)):
         path = tmp_path / f"{sid}.py"
         path.write_text(script, encoding="utf-8")
         for fast in (True, False):
             rows[sid, fast] = audit_file(path, tmp_path / f"w-{fast}", AuditConfig(prefork=True, fast_paths=fast),
                                          REFERENCE)
     assert rows["shapes", True]["fast_paths"] == "on" and rows["shapes", False]["fast_paths"] == "off"
-    assert rows["caught", True]["fast_paths"] == "fallback"
-    for sid in ("shapes", "caught"):
+    assert rows["caught", True]["fast_paths"] == rows["unlinks", True]["fast_paths"] == "fallback"
+    for sid in ("shapes", "caught", "unlinks"):
         fast, plain = rows[sid, True], rows[sid, False]
         for key in ("audit_success", "segment_count", "visual_structure_pass", "visual_issue_total", "error_msg",
                     "visual_audit_report", "status", "error_kind", "returncode", "scene_errors"):
