@@ -10,7 +10,8 @@ fields.
 
 Pure: no Manim import, no I/O. What it does not see (documented, not hidden): randomness reached through a
 helper module or ``getattr``, ``hash()``-dependent set/dict orders of strings (PYTHONHASHSEED), and manim
-calls with a random default other than the ones listed in ``RANDOM_MANIM_NAMES`` / ``GRAPH_CLASSES``.
+calls with a random default other than the ones listed in ``RANDOM_MANIM_NAMES`` / ``GRAPH_CLASSES``, and clocks
+other than ``CLOCK_CALLS`` and numpy's ``datetime64("now"|"today")``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class _Aliases(ast.NodeVisitor):
         self.modules: dict[str, str] = {}       # local name -> module (time, datetime, uuid, os, secrets)
         self.from_modules: dict[str, tuple[str, str]] = {}  # local name -> (module, attr)
         self.star_manim = False
+        self.from_numpy_clock: set[str] = set()  # numpy's datetime64 imported by name
 
     def visit_Import(self, node):
         for a in node.names:
@@ -96,6 +98,8 @@ class _Aliases(ast.NodeVisitor):
                 self.from_np_random[local] = a.name
             elif mod in ("time", "datetime", "uuid", "os", "secrets"):
                 self.from_modules[local] = (mod, a.name)
+            elif mod == "numpy" and a.name in ("datetime64", "datetime_as_string"):
+                self.from_numpy_clock.add(local)
 
 
 def _keyword(call: ast.Call, name: str):
@@ -197,6 +201,12 @@ def static_marks(source: str) -> list[Mark]:
                 marks.append(Mark(KIND_CLOCK, name, line))
                 continue
         if len(dotted) == 1 and dotted[0] in al.from_modules and al.from_modules[dotted[0]] in CLOCK_CALLS:
+            marks.append(Mark(KIND_CLOCK, name, line))
+            continue
+        # numpy's clock: `np.datetime64("now")` / `("today")` (a red team timed copies against it)
+        numpy_datetime = (len(dotted) == 2 and dotted[0] in al.numpy_mod and dotted[1] == "datetime64") or (
+            len(dotted) == 1 and dotted[0] in al.from_numpy_clock)
+        if numpy_datetime and c.args and isinstance(c.args[0], ast.Constant) and c.args[0].value in ("now", "today"):
             marks.append(Mark(KIND_CLOCK, name, line))
     marks.sort(key=lambda m: (m.line, m.kind, m.name))
     return marks

@@ -47,6 +47,9 @@ def test_clock_and_entropy():
     assert kinds("import time\nt = Text(str(time.time()))\n") == [KIND_CLOCK]
     assert kinds("from datetime import datetime\nd = datetime.now()\n") == [KIND_CLOCK]
     assert kinds("import uuid\nu = uuid.uuid4()\n") == [KIND_CLOCK]
+    assert kinds("from manim import *\nt = np.datetime64('now')\n") == [KIND_CLOCK]  # np from manim's star import
+    assert kinds("from numpy import datetime64 as d\nt = d('today')\n") == [KIND_CLOCK]
+    assert kinds(HEAD + "t = np.datetime64('2026-01-01')\n") == []
 
 
 def test_deterministic_script_and_unparsable_source():
