@@ -1075,8 +1075,12 @@ _TABLE: _Table | None = None
 
 def warm() -> None:
     """Called once by the prefork server after it imported this module (``execute/worker.py``), before any fork:
-    the library table every render child starts from."""
+    matplotlib's ``Path`` for the overlap geometry (``polygon.preload_matplotlib``) and the library table every
+    render child starts from."""
     global _TABLE, _LIBRARY_CLASSES, _LIBRARY_CLASS_IDS
+    from prism_fast.audit.polygon import preload_matplotlib
+
+    preload_matplotlib()  # the snapshots' overlap kernel, imported once here (before the table: its modules too)
     _TABLE = _Table()
     _TABLE.current()  # the merged table and its watch, so a child only redoes the parts that changed
     _LIBRARY_CLASSES = library_classes(_TABLE)

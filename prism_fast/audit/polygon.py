@@ -19,6 +19,8 @@ Layouts: points ``(P, 2) float64``; a polygon ``(M, 2) float64``; results ``(P,)
 from __future__ import annotations
 
 import math
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -100,6 +102,55 @@ def _inside_matplotlib(points: np.ndarray, verts: np.ndarray) -> np.ndarray:
     from matplotlib.path import Path as MPath
 
     return np.asarray(MPath(verts).contains_points(points), dtype=bool)
+
+
+# what matplotlib reads from the environment when it is imported (its rc file, its backend)
+_MPL_IMPORT_ENV = ("MATPLOTLIBRC", "MPLBACKEND")
+
+
+def preload_matplotlib() -> bool:
+    """Import matplotlib's ``Path`` (:func:`_inside_matplotlib`) in a prefork server, before it forks: the one-pass
+    render children checked their first snapshot's overlaps with an import of matplotlib each (≈ 0.12 s a render).
+
+    Imported as a render child would import it: matplotlib reads an rc file at import (``./matplotlibrc``, then
+    ``$MATPLOTLIBRC``, then one under the user's config dir) and ``$MPLBACKEND``; a child has neither variable (the
+    sandbox's allow-list), a fresh scratch dir as cwd and as HOME, so it reads matplotlib's own default file. Here
+    the import runs in an empty directory with ``MATPLOTLIBRC`` naming that default file and no ``MPLBACKEND``
+    (both restored after), so the server's rc parameters are the children's, its user's configuration is not read,
+    and no config dir is made (matplotlib looks one up only after the candidates before it). matplotlib's import
+    also imports Pillow's PNG plugin, which registers PNG in Pillow's format list; ``PIL.Image.preinit()`` runs
+    first, so that list has a plain child's order after its first image is opened. Returns False where matplotlib is
+    missing or was already imported (then nothing is changed)."""
+    import importlib.util
+    import tempfile
+
+    if "matplotlib" in sys.modules:
+        return False
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    default_rc = os.path.join(list(spec.submodule_search_locations)[0], "mpl-data", "matplotlibrc")
+    if not os.path.isfile(default_rc):
+        return False
+    from PIL import Image
+
+    Image.preinit()
+    saved = {k: os.environ.get(k) for k in _MPL_IMPORT_ENV}
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="prism_mpl_") as empty:
+        try:
+            os.environ.pop("MPLBACKEND", None)
+            os.environ["MATPLOTLIBRC"] = default_rc
+            os.chdir(empty)
+            import matplotlib.path  # noqa: F401
+        finally:
+            os.chdir(cwd)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -108,3 +111,70 @@ def test_pair_ratios_equal_brute_force_cover(atoms, backend):
             want = max(cover(xys[i], xys[j]), cover(xys[j], xys[i]))
             assert got.get((i, j), 0) == want
     assert stats.backend == backend
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- matplotlib imported by the render server (polygon.preload_matplotlib) -------------------------------------------
+
+_RC_DUMP = (  # (dict.items: reading "backend" through rcParams would resolve it, importing pyplot)
+    "import json, sys, matplotlib\n"
+    "from matplotlib import rcsetup\n"
+    "raw = dict.items(matplotlib.rcParams)\n"
+    "print(json.dumps({k: 'auto' if v is rcsetup._auto_backend_sentinel else repr(v) for k, v in sorted(raw)}))\n"
+)
+
+
+def _run_py(code: str, cwd, env: dict) -> str:
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(cwd), env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_the_render_server_imports_matplotlib_as_a_render_child_would(tmp_path):
+    """The prefork render server imports matplotlib's Path once (onepass_child.warm), so no one-pass render child
+    imports it at its first overlap check (≈ 0.12 s each). Its rc parameters must be a child's -- a child has no
+    MATPLOTLIBRC/MPLBACKEND, a fresh cwd and HOME, so it reads matplotlib's default file -- even where the server's
+    own environment names other settings: an rc file in its cwd, in $MATPLOTLIBRC and in its user's config dir, and
+    $MPLBACKEND. The server's environment and cwd are restored, no config dir is made, and Pillow's format list
+    has a plain process's order after its first image is opened."""
+    import json
+    import os
+
+    clean_home = tmp_path / "child"
+    clean_home.mkdir()
+    path_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    child = _run_py("import matplotlib.path\n" + _RC_DUMP, clean_home, {**path_env, "HOME": str(clean_home)})
+
+    server = tmp_path / "server"
+    (server / "home" / ".config" / "matplotlib").mkdir(parents=True)
+    (server / "home" / ".config" / "matplotlib" / "matplotlibrc").write_text("lines.linewidth: 7\n")
+    (server / "cwd").mkdir()
+    (server / "cwd" / "matplotlibrc").write_text("lines.linewidth: 9\n")
+    (server / "env.rc").write_text("path.simplify: False\n")
+    hostile = {**path_env, "HOME": str(server / "home"), "MATPLOTLIBRC": str(server / "env.rc"), "MPLBACKEND": "pdf"}
+    code = (
+        "import json, os, sys\n"
+        "from prism_fast.audit import polygon\n"
+        "cwd = os.getcwd()\n"
+        "assert polygon.preload_matplotlib() and 'matplotlib.path' in sys.modules\n"
+        "assert os.getcwd() == cwd and os.environ['MATPLOTLIBRC'].endswith('env.rc') and os.environ['MPLBACKEND'] == 'pdf'\n"
+        "assert not polygon.preload_matplotlib()  # once\n"
+        "from PIL import Image\n"
+        "print(json.dumps(Image.ID))\n"
+    )
+    ids = _run_py(code, server / "cwd", {**hostile, "PYTHONPATH": str(ROOT)})
+    assert sorted(p.name for p in (server / "home" / ".config" / "matplotlib").iterdir()) == ["matplotlibrc"]
+    assert sorted(p.name for p in (server / "home").iterdir()) == [".config"]
+    rc = _run_py("from prism_fast.audit import polygon\npolygon.preload_matplotlib()\n" + _RC_DUMP, server / "cwd",
+                 {**hostile, "PYTHONPATH": str(ROOT)})
+    assert json.loads(rc) == json.loads(child)
+    assert json.loads(rc)["lines.linewidth"] == "1.5" and json.loads(rc)["path.simplify"] == "True"
+    plain_ids = _run_py("import json\nfrom PIL import Image\nImage.preinit()\nprint(json.dumps(Image.ID))\n",
+                        clean_home, {**path_env, "HOME": str(clean_home)})
+    assert json.loads(ids) == json.loads(plain_ids) and json.loads(ids)[-1] == "PNG"
+    assert json.loads(rc)["backend"] == "auto"  # (not the server's $MPLBACKEND)

@@ -309,6 +309,31 @@ def test_prefork_worker_gives_identical_rows_and_videos(tmp_path):
         shutil.rmtree(short_root, ignore_errors=True)
 
 
+def test_prefork_children_start_with_the_servers_heap_frozen(tmp_path):
+    """The prefork server freezes its heap (manim and the preloaded modules) before forking, so a child's cyclic
+    garbage collector skips it (execute/worker.py); a fresh `manim` process has nothing frozen. Seen by a script
+    whose error text says so (the rows are otherwise identical: test_prefork_worker_gives_identical_rows_...)."""
+    from prism_fast.execute.render import prefork_worker
+
+    src = textwrap.dedent("""
+        import gc
+        from manim import *
+
+        class Frozen(Scene):
+            def construct(self):
+                raise ValueError(f"frozen: {gc.get_freeze_count() > 10000}")
+    """).lstrip()
+    cfg = RenderConfig(manim_bin=MANIM, tmp_root=str(tmp_path / "tmp"), timeout_s=120)
+    worker = prefork_worker(cfg)
+    try:
+        pre = render_one("frozen", src, tmp_path / "pre", cfg, runner=worker.run)
+    finally:
+        worker.close()
+    cli = render_one("frozen", src, tmp_path / "cli", cfg)
+    assert pre["backend"] == "prefork" and "ValueError: frozen: True" in pre["error"]
+    assert cli["backend"] == "cli" and "ValueError: frozen: False" in cli["error"]
+
+
 @pytest.mark.slow  # seven renders plus one server restart: ~30-40 s on a loaded 2-core machine
 def test_prefork_worker_contains_hostile_children(tmp_path):
     from prism_fast.execute.render import prefork_worker
