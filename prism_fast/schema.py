@@ -84,6 +84,7 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         # on | off | failed | unavailable | not_ready (head start before the driver's format) | declined (the gate)
         ("tex_format", _S),
         ("tex_format_compiles", _I),  # how many (the sample's own log; informational)
+        ("tex_format_fallbacks", _I),  # compiles the format could not make: manim compiled them itself (warned)
         ("play_hashing", _B),  # false: rendered with --disable_caching (execute.play_hashing)
         ("fast_paths", _S),  # on | off | fallback | declined (the script reads the call stack): execute/fastpaths.py
         ("onepass", _S),  # off | ineligible | shared | separate | fallback (audit/onepass.py)
@@ -167,6 +168,7 @@ STAGE_FIELDS["audit"] = [
     ("tex_format", _S),  # a separate audit's compiles from the LaTeX format: on | off | failed | unavailable | not_ready
     # | declined (the TeX cache's gate)
     ("tex_format_compiles", _I),  # how many (the audit child's own log; informational)
+    ("tex_format_fallbacks", _I),  # compiles the format could not make: manim compiled them itself (warned)
     ("tex_cache_reasons", _S),  # JSON list: why the TeX cache's gate refused hits and the format (texcache.py)
     ("fast_paths", _S),  # on | off | fallback | declined: a separate audit's helpers (execute/fastpaths.py)
 ]

@@ -119,8 +119,8 @@ def preload_matplotlib() -> bool:
     (both restored after), so the server's rc parameters are the children's, its user's configuration is not read,
     and no config dir is made (matplotlib looks one up only after the candidates before it). matplotlib's import
     also imports Pillow's PNG plugin, which registers PNG in Pillow's format list; ``PIL.Image.preinit()`` runs
-    first, so that list has a plain child's order after its first image is opened. Returns False where matplotlib is
-    missing or was already imported (then nothing is changed)."""
+    first, so that list has a plain child's order after its first image is opened. tempfile's cached temp dir is left
+    as it was. Returns False where matplotlib is missing or was already imported (then nothing is changed)."""
     import importlib.util
     import tempfile
 
@@ -137,19 +137,25 @@ def preload_matplotlib() -> bool:
     Image.preinit()
     saved = {k: os.environ.get(k) for k in _MPL_IMPORT_ENV}
     cwd = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="prism_mpl_") as empty:
-        try:
-            os.environ.pop("MPLBACKEND", None)
-            os.environ["MATPLOTLIBRC"] = default_rc
-            os.chdir(empty)
-            import matplotlib.path  # noqa: F401
-        finally:
-            os.chdir(cwd)
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    # (tempfile caches the temp dir it finds first: left cached here, every forked child would make its temp files
+    # in the server's temp dir instead of its own TMPDIR -- the LaTeX format's compiles failed so)
+    cached_tempdir = tempfile.tempdir
+    try:
+        with tempfile.TemporaryDirectory(prefix="prism_mpl_") as empty:
+            try:
+                os.environ.pop("MPLBACKEND", None)
+                os.environ["MATPLOTLIBRC"] = default_rc
+                os.chdir(empty)
+                import matplotlib.path  # noqa: F401
+            finally:
+                os.chdir(cwd)
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+    finally:
+        tempfile.tempdir = cached_tempdir
     return True
 
 

@@ -189,11 +189,15 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         retry = fast and fastpaths.tripped(scratch, rc)
         if not retry:
             _copy_out(scratch, audit_dir, cfg)
-        fmt_compiles = 0
+        fmt_compiles = fmt_fallbacks = 0
         if tex_env:
-            from prism_fast.execute.texcache import LOG_NAME, declined_reasons, format_compiles
+            from prism_fast.execute.texcache import LOG_NAME, declined_reasons, format_compiles, format_fallbacks
 
             fmt_compiles = format_compiles(scratch / LOG_NAME)
+            fmt_fallbacks = format_fallbacks(scratch / LOG_NAME)
+            if fmt_fallbacks:  # never silent (the report is manim's own either way)
+                _log.warning("audit %s: %d TeX compile(s) could not use the LaTeX format; manim compiled them "
+                             "itself (row: tex_format_fallbacks)", sample_id, fmt_fallbacks)
             tex_gate = declined_reasons(scratch / LOG_NAME)
             if tex_gate:
                 _log.warning("audit %s: TeX cache declined at run time for some compiles (%s)", sample_id,
@@ -226,7 +230,8 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
                sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
-               tex_format_compiles=fmt_compiles, tex_cache_reasons=json.dumps(tex_gate) if tex_gate else None,
+               tex_format_compiles=fmt_compiles, tex_format_fallbacks=fmt_fallbacks,
+               tex_cache_reasons=json.dumps(tex_gate) if tex_gate else None,
                fast_paths="declined" if declined else meta.get("fast_paths", "off"))
     if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's
         row.update(status="error", error_kind="sandbox_error", error_detail=res.launch_error)

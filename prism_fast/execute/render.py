@@ -192,7 +192,7 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
         "sandbox": None, "sandbox_protections": None,
         "backend": None, "cache_hit": False, "cache_key": None, "profile": profile.name,
         "tex_cache": "off", "tex_cache_hits": 0, "tex_cache_published": 0, "tex_cache_reasons": None,
-        "tex_format": "off", "tex_format_compiles": 0,
+        "tex_format": "off", "tex_format_compiles": 0, "tex_format_fallbacks": 0,
         "play_hashing": play_hashing, "fast_paths": "off",
         "env_fingerprint": fingerprint_hash(manim_bin),
     }
@@ -476,7 +476,10 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
         log.warning("tex cache: harvest failed for %s: %s", row["id"], exc)
         return
     row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published,
-               tex_format_compiles=stats.format_compiles)
+               tex_format_compiles=stats.format_compiles, tex_format_fallbacks=stats.format_fallbacks)
+    if stats.format_fallbacks:  # never silent: the result is manim's own, but the format's speed-up was lost
+        log.warning("render %s: %d TeX compile(s) could not use the LaTeX format; manim compiled them itself "
+                    "(row: tex_format_fallbacks)", row["id"], stats.format_fallbacks)
     if stats.declined:  # the sample's gate sent some compiles to manim's own path (texcache.py "The gate")
         row["tex_cache_reasons"] = json.dumps(stats.declined)
         log.warning("render %s: TeX cache declined at run time for some compiles (%s)", row["id"],

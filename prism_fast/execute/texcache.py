@@ -672,6 +672,7 @@ class HarvestStats:
     hits: int = 0
     misses: int = 0
     format_compiles: int = 0  # compiles the sample made from the view's LaTeX format (texformat.py)
+    format_fallbacks: int = 0  # format compiles that failed: manim compiled those itself (same SVG, full cost)
     first_seen: int = 0
     published: int = 0
     rejected: int = 0
@@ -684,6 +685,11 @@ class HarvestStats:
 def format_compiles(log_path: Path) -> int:
     """Compiles the sample's log says it made from the LaTeX format (its own report: a count, never a result)."""
     return _count_events(log_path).get("format", 0)
+
+
+def format_fallbacks(log_path: Path) -> int:
+    """Compiles the sample's log says the format could not make (manim then compiled them itself)."""
+    return _count_events(log_path).get("format_fallback", 0)
 
 
 def count_hits(log_path: Path) -> tuple[int, int]:
@@ -846,6 +852,7 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
     counts = _count_events(log_path)
     stats.hits, stats.misses = counts.get("hit", 0), counts.get("miss", 0)
     stats.format_compiles = counts.get("format", 0)
+    stats.format_fallbacks = counts.get("format_fallback", 0)
     stats.bad_entries = counts.get("bad_entry", 0)
     stats.declined = declined_reasons(log_path)
     if stats.bad_entries:

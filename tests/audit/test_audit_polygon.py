@@ -140,8 +140,8 @@ def test_the_render_server_imports_matplotlib_as_a_render_child_would(tmp_path):
     imports it at its first overlap check (≈ 0.12 s each). Its rc parameters must be a child's -- a child has no
     MATPLOTLIBRC/MPLBACKEND, a fresh cwd and HOME, so it reads matplotlib's default file -- even where the server's
     own environment names other settings: an rc file in its cwd, in $MATPLOTLIBRC and in its user's config dir, and
-    $MPLBACKEND. The server's environment and cwd are restored, no config dir is made, and Pillow's format list
-    has a plain process's order after its first image is opened."""
+    $MPLBACKEND. The server's environment, cwd and tempfile's (uncached) temp dir are as before, no config dir is
+    made, and Pillow's format list has a plain process's order after its first image is opened."""
     import json
     import os
 
@@ -160,8 +160,11 @@ def test_the_render_server_imports_matplotlib_as_a_render_child_would(tmp_path):
     code = (
         "import json, os, sys\n"
         "from prism_fast.audit import polygon\n"
+        "import tempfile\n"
         "cwd = os.getcwd()\n"
+        "assert tempfile.tempdir is None\n"
         "assert polygon.preload_matplotlib() and 'matplotlib.path' in sys.modules\n"
+        "assert tempfile.tempdir is None  # (a child must find its own TMPDIR)\n"
         "assert os.getcwd() == cwd and os.environ['MATPLOTLIBRC'].endswith('env.rc') and os.environ['MPLBACKEND'] == 'pdf'\n"
         "assert not polygon.preload_matplotlib()  # once\n"
         "from PIL import Image\n"

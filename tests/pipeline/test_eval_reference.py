@@ -32,6 +32,7 @@ def test_every_bundled_reference_answer_renders(reference_run):
     assert len(early) < len(rows) // 4 and all(rows[i]["tex_format_compiles"] == 0 for i in early), early
     # the MathTex of the EN answers compiled from the LaTeX format (the driver's, execute/texformat.py)
     assert sum(r["tex_format_compiles"] for r in rows.values()) > 20
+    assert all(r["tex_format_fallbacks"] == 0 for r in rows.values())  # (a forked child found its own temp dir)
     groups = {g["lang"]: g for g in summary["groups"]}
     assert groups["en"]["exec_pct"] == 100.0 and groups["zh"]["exec_pct"] == 100.0
 
