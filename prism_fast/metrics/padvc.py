@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -68,8 +68,6 @@ class PadvcConfig:
                 "event_threshold_abs": self.event_threshold_abs, "event_threshold_ratio": self.event_threshold_ratio,
                 "delta_mode": self.delta_mode, "text_dilate": self.text_dilate, "text_stride": self.text_stride,
                 "sticky_peak_rescue": self.sticky_peak_rescue}
-
-
 
 
 class VideoDecodeError(RuntimeError):
