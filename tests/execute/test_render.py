@@ -272,6 +272,13 @@ PARITY_SCENES = {
                 self.play(Create(Circle()), run_time=0.2)
                 self.undefined_method()
     """).lstrip(),
+    # a traceback through manim's own frames: rich highlights their source with pygments (preloaded by the server)
+    "raises_in_manim": textwrap.dedent("""
+        from manim import *
+        class RaisesInManim(Scene):
+            def construct(self):
+                self.add(VGroup(Circle(), Square()).arrange(direction=np.array([1.0, 0.0])))
+    """).lstrip(),
 }
 # backend-specific by design: where trusted code runs in the child (the prefork backend), the fast paths do (rows say so)
 VOLATILE = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "backend", "video_path", "fast_paths"}
@@ -287,7 +294,7 @@ def _normalised(row: dict) -> dict:
     return out
 
 
-@pytest.mark.slow  # six manim renders: ~30-40 s on a loaded 2-core machine
+@pytest.mark.slow  # eight manim renders: ~40-50 s on a loaded 2-core machine
 def test_prefork_worker_gives_identical_rows_and_videos(tmp_path):
     from prism_fast.execute.render import prefork_worker
 
@@ -332,6 +339,34 @@ def test_prefork_children_start_with_the_servers_heap_frozen(tmp_path):
     cli = render_one("frozen", src, tmp_path / "cli", cfg)
     assert pre["backend"] == "prefork" and "ValueError: frozen: True" in pre["error"]
     assert cli["backend"] == "cli" and "ValueError: frozen: False" in cli["error"]
+
+
+def test_prefork_children_find_the_console_modules_imported(tmp_path):
+    """The prefork server imports what a child would import only after its scene ran -- manim's log table, rich's
+    traceback with pygments' Python lexer (execute/worker.py CONSOLE_MODULES) -- once; a fresh `manim` process has
+    only one of them when the scene runs. Seen by a script whose error text says so (the printed tracebacks are the
+    same: test_prefork_worker_gives_identical_rows_and_videos, "raises_in_manim")."""
+    from prism_fast.execute.render import prefork_worker
+    from prism_fast.execute.worker import CONSOLE_MODULES
+
+    src = textwrap.dedent(f"""
+        import sys
+        from manim import *
+
+        class Mods(Scene):
+            def construct(self):
+                raise ValueError(f"preloaded: {{sum(m in sys.modules for m in {CONSOLE_MODULES!r})}}")
+    """).lstrip()
+    cfg = RenderConfig(manim_bin=MANIM, tmp_root=str(tmp_path / "tmp"), timeout_s=120)
+    worker = prefork_worker(cfg)
+    try:
+        pre = render_one("mods", src, tmp_path / "pre", cfg, runner=worker.run)
+    finally:
+        worker.close()
+    cli = render_one("mods", src, tmp_path / "cli", cfg)
+    assert pre["backend"] == "prefork" and f"ValueError: preloaded: {len(CONSOLE_MODULES)}" in pre["error"]
+    # (manim's CLI has imported rich's emoji table by the time the scene runs; nothing else of the list)
+    assert cli["backend"] == "cli" and "ValueError: preloaded: 1" in cli["error"]
 
 
 @pytest.mark.slow  # seven renders plus one server restart: ~30-40 s on a loaded 2-core machine
