@@ -42,8 +42,9 @@ log = logging.getLogger(__name__)
 
 OBSERVER_NAME = "onepass"  # its out file in the sample's directory: .prism_fast_onepass.json
 OBSERVER_ENTRY = "prism_fast.audit.onepass_child:install"
-PRELOAD = ("prism_fast.audit.onepass_child",  # for execute.render.prefork_worker(preload=...): imported once
-           "prism_fast.audit.onepass_failure")  # (what the child half imports at install)
+# for execute.render.prefork_worker(preload=...): imported once, in this order (the child half's warm() takes the
+# library table last, so that sys.modules is the child's as it starts: its first update then walks no module)
+PRELOAD = ("prism_fast.audit.onepass_failure", "prism_fast.audit.onepass_child")
 
 # the audit stage's side of the hand-off (the render actor's side is render_and_hand_off)
 __all__ = ["OBSERVER_ENTRY", "PRELOAD", "cache_shared_audit", "load_shared_audit", "observer", "plan_reasons",

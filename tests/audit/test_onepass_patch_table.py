@@ -63,12 +63,42 @@ def test_the_table_equals_a_fresh_scan_before_and_after_trusted_changes(manim_mo
     now, watch_now = table.current()
     fresh = oc._library_callables()
     assert _identical(now, fresh)
+    # (the table is a view of its parts, not a dict: every way the checks read it gives the scan's content)
+    assert len(now) == len(fresh) and all(fresh[k] is v for k, v in now.items())
+    assert sorted(map(id, now.values())) == sorted(map(id, fresh.values()))
+    assert ("manim._no_such_module", "", "f") not in now and now.get(("manim._no_such_module", "", "f")) is None
     assert (fake.__name__, "K", "f") in now and ("manim.utils.space_ops", "", "rotate_vector") not in now
     assert not watch_now.changed()
     assert set(oc._patched(base, now)) >= {"manim.utils.bezier.interpolate", "manim.mobject.mobject.Mobject.copy",
                                            "manim.mobject.geometry.polygram.Square.get_family"}
     # and unchanged namespaces are not scanned again: the same dict when nothing changed since
     assert table.current()[0] is now
+
+
+def test_an_update_while_sys_modules_is_unchanged_equals_a_fresh_scan(manim_modules, monkeypatch):
+    """While sys.modules keeps its version tag (no module imported, dropped or rebound since the last update -- a
+    render child's first update, right before the script's module), an update walks the parts' namespace tags
+    instead of every module object: the same table as a fresh scan, the same findings; once sys.modules changes, the
+    full walk again."""
+    manim, polygram, bezier = manim_modules
+    table = oc._Table()
+    base, watch = table.current()
+    assert table.modules_tag == oc._VERSIONS.tag(sys.modules)
+    monkeypatch.setattr(polygram.Square, "get_family", lambda self, recurse=True: [self], raising=False)
+    monkeypatch.setattr(bezier, "interpolate", lambda *a: None)
+    assert oc._VERSIONS.tag(sys.modules) == table.modules_tag and watch.changed()
+    now, watch_now = table.current()
+    assert _identical(now, oc._library_callables()) and not watch_now.changed()
+    assert set(oc._patched(base, now)) == {"manim.utils.bezier.interpolate",
+                                           "manim.mobject.geometry.polygram.Square.get_family"}
+    # a module rebound under its name changes sys.modules: the full walk, which sees the new module's namespace
+    other = types.ModuleType(bezier.__name__)
+    exec("def interpolate(*a):\n    return 0\n", other.__dict__)
+    monkeypatch.setitem(sys.modules, bezier.__name__, other)
+    assert oc._VERSIONS.tag(sys.modules) != table.modules_tag
+    later, _ = table.current()
+    assert _identical(later, oc._library_callables())
+    assert later[(bezier.__name__, "", "interpolate")] is other.interpolate
 
 
 def test_dict_version_tags_are_in_use_here_and_see_every_kind_of_change(manim_modules, monkeypatch):
