@@ -316,12 +316,23 @@ def test_prefork_worker_gives_identical_rows_and_videos(tmp_path):
         shutil.rmtree(short_root, ignore_errors=True)
 
 
+def _prefork_then_cli(sid: str, src: str, tmp_path: Path) -> tuple[dict, dict]:
+    """The rows of ``src`` rendered by a fresh prefork worker and then by the plain CLI backend."""
+    from prism_fast.execute.render import prefork_worker
+
+    cfg = RenderConfig(manim_bin=MANIM, tmp_root=str(tmp_path / "tmp"), timeout_s=120)
+    worker = prefork_worker(cfg)
+    try:
+        pre = render_one(sid, src, tmp_path / "pre", cfg, runner=worker.run)
+    finally:
+        worker.close()
+    return pre, render_one(sid, src, tmp_path / "cli", cfg)
+
+
 def test_prefork_children_start_with_the_servers_heap_frozen(tmp_path):
     """The prefork server freezes its heap (manim and the preloaded modules) before forking, so a child's cyclic
     garbage collector skips it (execute/worker.py); a fresh `manim` process has nothing frozen. Seen by a script
     whose error text says so (the rows are otherwise identical: test_prefork_worker_gives_identical_rows_...)."""
-    from prism_fast.execute.render import prefork_worker
-
     src = textwrap.dedent("""
         import gc
         from manim import *
@@ -330,13 +341,7 @@ def test_prefork_children_start_with_the_servers_heap_frozen(tmp_path):
             def construct(self):
                 raise ValueError(f"frozen: {gc.get_freeze_count() > 10000}")
     """).lstrip()
-    cfg = RenderConfig(manim_bin=MANIM, tmp_root=str(tmp_path / "tmp"), timeout_s=120)
-    worker = prefork_worker(cfg)
-    try:
-        pre = render_one("frozen", src, tmp_path / "pre", cfg, runner=worker.run)
-    finally:
-        worker.close()
-    cli = render_one("frozen", src, tmp_path / "cli", cfg)
+    pre, cli = _prefork_then_cli("frozen", src, tmp_path)
     assert pre["backend"] == "prefork" and "ValueError: frozen: True" in pre["error"]
     assert cli["backend"] == "cli" and "ValueError: frozen: False" in cli["error"]
 
@@ -346,7 +351,6 @@ def test_prefork_children_find_the_console_modules_imported(tmp_path):
     traceback with pygments' Python lexer (execute/worker.py CONSOLE_MODULES) -- once; a fresh `manim` process has
     only one of them when the scene runs. Seen by a script whose error text says so (the printed tracebacks are the
     same: test_prefork_worker_gives_identical_rows_and_videos, "raises_in_manim")."""
-    from prism_fast.execute.render import prefork_worker
     from prism_fast.execute.worker import CONSOLE_MODULES
 
     src = textwrap.dedent(f"""
@@ -357,13 +361,7 @@ def test_prefork_children_find_the_console_modules_imported(tmp_path):
             def construct(self):
                 raise ValueError(f"preloaded: {{sum(m in sys.modules for m in {CONSOLE_MODULES!r})}}")
     """).lstrip()
-    cfg = RenderConfig(manim_bin=MANIM, tmp_root=str(tmp_path / "tmp"), timeout_s=120)
-    worker = prefork_worker(cfg)
-    try:
-        pre = render_one("mods", src, tmp_path / "pre", cfg, runner=worker.run)
-    finally:
-        worker.close()
-    cli = render_one("mods", src, tmp_path / "cli", cfg)
+    pre, cli = _prefork_then_cli("mods", src, tmp_path)
     assert pre["backend"] == "prefork" and f"ValueError: preloaded: {len(CONSOLE_MODULES)}" in pre["error"]
     # (manim's CLI has imported rich's emoji table by the time the scene runs; nothing else of the list)
     assert cli["backend"] == "cli" and "ValueError: preloaded: 1" in cli["error"]
