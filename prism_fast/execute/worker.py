@@ -196,20 +196,20 @@ CONSOLE_MODULES = ("rich.table", "rich.box", "rich.padding", "rich._ratio", "ric
 def preload_console() -> None:
     """Import :data:`CONSOLE_MODULES` and build pygments' Python lexer class once (its token table is compiled at
     the class's first instantiation and kept on the class: the same regular expressions a child would compile).
-    A module that does not import is left to the children, as before."""
+    A module that does not import is left to the children, as before, and said on the server's stderr (its log)."""
     import importlib
 
     for name in CONSOLE_MODULES:
         try:
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a cache, not a result: the child imports it itself
-            continue
+        except Exception as exc:  # noqa: BLE001 - a cache, not a result: the child imports it itself
+            print(f"prism_fast prefork: preloading {name} failed: {exc!r}", file=sys.stderr, flush=True)
     try:
         from pygments.lexers import get_lexer_by_name
 
         get_lexer_by_name("python")  # rich.syntax looks the lexer up by this name
-    except Exception:  # noqa: BLE001
-        pass
+    except Exception as exc:  # noqa: BLE001
+        print(f"prism_fast prefork: building pygments' Python lexer failed: {exc!r}", file=sys.stderr, flush=True)
 
 
 def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", preload: tuple[str, ...] = ()) -> None:
