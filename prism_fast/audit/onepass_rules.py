@@ -41,7 +41,8 @@ canvas (the ``-ql`` render) as at 60 fps on 1920x1080 (the audit)? This module a
   mobject from the other mobjects' current state: ``become(x)`` copies the points and style of a mobject ``x``
   built inside the updater (bitwise a function of that state), style setters write their arguments; it reads
   nothing of its own mobject, touches nothing else, draws no random numbers, takes no ``dt``, and ``x``'s
-  submobject tree cannot change during a play (``become`` keeps the largest tree it ever saw). If at the
+  submobject tree cannot change during a play (``become`` keeps the largest tree it ever saw), nor the point count
+  of any member below its top (``become`` aligns their points: :data:`POINT_ARGS`). If at the
   checkpoint (a) every updated mobject equals its updater's result on the current state, bit for bit (points,
   style arrays, tree, classes, names: no one-frame lag of an updater that reads a mobject updated after it, no
   accumulation) and (b) no updater reads, directly or through a group, a function or the scene, a mobject whose
@@ -125,6 +126,31 @@ STABLE_SHAPES = frozenset({
     "RightAngle", "Angle", "TangentLine", "ParametricFunction", "FunctionGraph", "CubicBezier", "Underline",
     "Brace", "ValueTracker",
 })
+# ``become`` aligns the *points* of every member below the top (``align_data`` recurses with point alignment):
+# a member whose point count changes keeps the largest count it saw, its curves subdivided to match -- history
+# again (checked: a plot with x_range=[0, t] in a VGroup keeps 84 control points in the 60 fps audit against 80 in
+# the 15 fps render when t peaks between two render frames). Below the top, these shapes keep a fixed point count
+# only when the arguments listed here (positions, keywords) are play-constant, and no positional argument is
+# starred (a star changes both the vertex count and which position an argument takes); every other stable shape
+# keeps its count whatever its arguments (checked with zero and extreme sizes).
+POINT_ARGS = {
+    "Line": ((3,), {"path_arc"}), "Arrow": ((3,), {"path_arc"}), "DoubleArrow": ((3,), {"path_arc"}),
+    "Vector": ((), {"path_arc"}), "Underline": ((), {"path_arc"}), "TangentLine": ((), {"path_arc"}),
+    "Arc": ((3,), {"num_components"}), "Circle": ((), {"num_components"}), "Ellipse": ((), {"num_components"}),
+    "Annulus": ((), {"num_components"}), "Sector": ((), {"num_components"}),
+    "AnnularSector": ((), {"num_components"}), "Dot": ((), {"num_components"}), "Angle": ((), {"num_components"}),
+    "RoundedRectangle": ((0,), {"corner_radius"}), "SurroundingRectangle": ((), {"corner_radius"}),
+    "ArcBetweenPoints": ((2, 3), {"angle", "radius", "num_components"}),
+    "CurvedArrow": ((), {"angle", "radius", "num_components"}),
+    "RegularPolygon": ((0,), {"n"}), "Star": ((0,), {"n", "density"}),
+    # the function itself may read the state; the sampling (range, step, discontinuities) may not
+    "ParametricFunction": ("all_but_function", set()), "FunctionGraph": ("all_but_function", set()),
+}
+# `axes.plot(f, x_range=...)` and its kin below the top: only the function may vary (their sample count follows
+# the range); `x.copy()` below the top: refused (its point count is whatever x has at that frame)
+SAMPLED_READS = frozenset({"plot", "plot_parametric_curve", "plot_polar_graph", "get_graph"})
+# methods that rewrite a member's points from their arguments: play-constant arguments below the top
+POINT_METHODS = frozenset({"set_points", "set_points_as_corners", "round_corners", "add_tip"})
 # ... and shapes whose tree depends on their content (glyphs, digits, dashes, ticks), allowed only with
 # arguments that cannot change during a play (constants and plain names: no script code runs between the
 # frames of a play, and the updaters are pure)
@@ -398,15 +424,18 @@ def _function_problem(fn, nparams, defined, helpers) -> str | None:
     return "no_return"
 
 
-def _stable_locals(body, defined) -> frozenset:
+def _stable_locals(body, defined) -> tuple[frozenset, frozenset]:
+    """The function's locals holding a stable mobject (see :func:`_stable`): as the top, and as a member."""
     names: set = set()
+    points: set = set()
     for stmt in body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if _stable(stmt.value, defined, frozenset(names)):
-                names.add(stmt.targets[0].id)
-            else:
-                names.discard(stmt.targets[0].id)
-    return frozenset(names)
+            name = stmt.targets[0].id
+            top = _stable(stmt.value, defined, frozenset(names), False, frozenset(points))
+            member = top and _stable(stmt.value, defined, frozenset(names), True, frozenset(points))
+            (names.add if top else names.discard)(name)
+            (points.add if member else points.discard)(name)
+    return frozenset(names), frozenset(points)
 
 
 def _strip_docstring(body):
@@ -437,8 +466,10 @@ def updater_problem(fn, nparams: int, kind: str, defined: set[str], helpers: fro
                 why = "tree_may_change"
             return why, None
         why = _function_problem(fn, 0, defined, helpers)
-        if why is None and not _stable(fn.body[-1].value, defined, _stable_locals(fn.body, defined)):
-            why = "tree_may_change"
+        if why is None:
+            names, points = _stable_locals(fn.body, defined)
+            if not _stable(fn.body[-1].value, defined, names, False, points):
+                why = "tree_may_change"
         return why, None
     why, root = _updater_problem(fn, nparams, defined, helpers)
     return why, root
@@ -489,11 +520,11 @@ def _updater_problem(fn, nparams, defined, helpers):
             for name in (receiver, root):
                 if _mentions(stmt.value, name):
                     return "reads_updated_mobject", None
-    stable_names = _stable_locals(body, defined)
+    stable_names, point_names = _stable_locals(body, defined)
     for chain in chains:
         for call in _chain_calls(chain):
-            if call.func.attr == "become" and not (len(call.args) == 1 and _stable(call.args[0], defined,
-                                                                                  stable_names)):
+            if call.func.attr == "become" and not (len(call.args) == 1 and _stable(
+                    call.args[0], defined, stable_names, False, point_names)):
                 return "tree_may_change", None
         for arg in _chain_args(chain):
             why = _pure(arg, receiver, defined, helpers)
@@ -578,10 +609,12 @@ def _play_constant(node) -> bool:
     return False
 
 
-def _stable(node, defined, stable_names=frozenset()) -> bool:
-    """``node`` builds a fresh mobject whose submobject tree cannot change during a play (see STABLE_SHAPES)."""
+def _stable(node, defined, stable_names=frozenset(), member: bool = False, point_names=frozenset()) -> bool:
+    """``node`` builds a fresh mobject whose submobject tree cannot change during a play (see STABLE_SHAPES);
+    ``member``: it ends up below the updated mobject's top, so its point counts must not change either (see
+    POINT_ARGS; ``point_names`` are the locals known to hold such a mobject)."""
     if isinstance(node, ast.Name):
-        return node.id in stable_names
+        return node.id in (point_names if member else stable_names)
     if not isinstance(node, ast.Call):
         return False
     func = node.func
@@ -590,19 +623,40 @@ def _stable(node, defined, stable_names=frozenset()) -> bool:
         if func.id in defined:
             return False
         if func.id in STABLE_SHAPES:
-            return True
+            return not member or _fixed_point_count(func.id, node)
         if func.id in CONTENT_SHAPES:
             return all(_play_constant(v) for v in values)
         if func.id in ("VGroup", "Group"):
-            return all(_stable(a, defined, stable_names) for a in node.args) and all(
+            return all(_stable(a, defined, stable_names, True, point_names) for a in node.args) and all(
                 _play_constant(k.value) for k in node.keywords)
         return False
     if isinstance(func, ast.Attribute):
         if func.attr in FRESH_READS:
-            return True
+            if not member:
+                return True
+            if func.attr not in SAMPLED_READS:
+                return False
+            return all(_play_constant(v) for v in (*node.args[1:], *(k.value for k in node.keywords
+                                                                       if k.arg != "function")))
         if func.attr in FRESH_METHODS:
-            return _stable(func.value, defined, stable_names)
+            if member and func.attr in POINT_METHODS and not all(_play_constant(v) for v in values):
+                return False
+            return _stable(func.value, defined, stable_names, member, point_names)
     return False
+
+
+def _fixed_point_count(name: str, call: ast.Call) -> bool:
+    """A stable shape below the top: are the arguments that decide its point count play-constant?"""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    positions, keywords = POINT_ARGS.get(name, ((), set()))
+    if positions == "all_but_function":
+        return all(_play_constant(v) for v in (*call.args[1:], *(k.value for k in call.keywords
+                                                                  if k.arg != "function")))
+    if name == "Polygon":
+        return True  # the vertex count is the (unstarred) argument count
+    return all(_play_constant(call.args[i]) for i in positions if i < len(call.args)) and all(
+        _play_constant(k.value) for k in call.keywords if k.arg in keywords)
 
 
 def _constructor(name: str, defined: set[str]) -> bool:

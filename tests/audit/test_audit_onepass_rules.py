@@ -318,3 +318,84 @@ def test_move_along_an_updated_path_is_refused():
     assert onepass_rules.animation_reasons(MoveAlongPath(Dot(), path)) == []
     path.add_updater(lambda m: m.become(Line(LEFT, RIGHT)))
     assert onepass_rules.animation_reasons(MoveAlongPath(Dot(), path)) == ["path_with_updaters"]
+
+
+# `become` aligns the points of every member below the top: a member whose point count follows the state keeps the
+# largest count it saw (curves subdivided to match), so a peak the 60 fps audit meets between two 15 fps render
+# frames leaves the audit's checkpoint with other control points than the render's -- and the render's fixed-point
+# check cannot see it (its own history's largest count is the current one)
+PEAK = '''from manim import *
+
+
+class Peak(Scene):
+    def construct(self):
+        t = ValueTracker(1.96)
+        axes = Axes(x_range=[0, 4, 1], y_range=[0, 4, 1], x_length=12, y_length=7.6)
+        grp = always_redraw(lambda: VGroup(axes.plot(lambda x: 0.9 * x * x, x_range=[0, t.get_value()]),
+                                           Dot(axes.c2p(0, 0))))
+        self.add(axes, grp)
+        self.play(t.animate(rate_func=there_and_back).set_value(2.0001), run_time=1)
+'''
+
+
+def test_a_member_whose_point_count_follows_the_state_keeps_history_and_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    import numpy as np
+    from manim import DOWN, Axes, Dot, ValueTracker, VGroup, always_redraw
+    from manim.utils.rate_functions import there_and_back
+
+    axes = Axes(x_range=[0, 4, 1], y_range=[0, 4, 1], x_length=12, y_length=7.6)
+
+    def checkpoint(fps):  # PEAK's play stepped as manim does at `fps`, then the end-of-play update
+        t = ValueTracker(1.96)
+        grp = always_redraw(lambda: VGroup(axes.plot(lambda x: 0.9 * x * x, x_range=[0, t.get_value()]),
+                                           Dot(DOWN)))
+        for alpha in np.arange(0, 1, 1 / fps):
+            t.set_value(1.96 + (2.0001 - 1.96) * there_and_back(alpha))
+            grp.update()
+        t.set_value(1.96)
+        grp.update()
+        fresh = VGroup(axes.plot(lambda x: 0.9 * x * x, x_range=[0, 1.96]), Dot(DOWN))
+        return grp[0].points, fresh[0].points
+
+    render, fresh = checkpoint(15)
+    audit, _ = checkpoint(60)
+    assert np.array_equal(render, fresh)  # the render's fixed-point check passes ...
+    assert audit.shape[0] > render.shape[0]  # ... while the audit's curve kept the peak's larger point count
+    assert "redraw_body:tree_may_change" in onepass.static_reasons(PEAK)
+
+
+def test_members_keep_their_point_count_only_with_constant_sampling():
+    refused = [
+        # a plot's samples follow its range; a polygon's vertices follow a star; n, corner radius, arc angle 0
+        "g = always_redraw(lambda: VGroup(a.plot(abs, x_range=[0, t.get_value()]), Dot()))",
+        "g = always_redraw(lambda: VGroup(Polygon(*[a.c2p(i, t.get_value()) for i in range(3)])))",
+        "g = always_redraw(lambda: VGroup(RegularPolygon(int(t.get_value())), Dot()))",
+        "g = always_redraw(lambda: VGroup(RoundedRectangle(corner_radius=t.get_value()), Dot()))",
+        "g = always_redraw(lambda: VGroup(ArcBetweenPoints(LEFT, RIGHT, angle=t.get_value()), Dot()))",
+        "g = always_redraw(lambda: VGroup(Line(LEFT, RIGHT, path_arc=t.get_value())))",
+        "g = always_redraw(lambda: VGroup(Dot(), a.copy()))",
+        "g = always_redraw(lambda: VGroup(Line().set_points_as_corners([LEFT, UP * t.get_value(), RIGHT])))",
+        "s = Square()\n        s.add_updater(lambda m: m.become(VGroup(a.plot(abs, x_range=[0, t.get_value()]))))",
+    ]
+    kept = [
+        # the top's own points are copied, never aligned: any plot range at the top stays shared
+        "g = always_redraw(lambda: a.plot(abs, x_range=[0, t.get_value()]))",
+        # members whose count cannot change: moving ends, a sampled function over a fixed range, fixed vertices
+        "g = always_redraw(lambda: VGroup(Line(LEFT, a.c2p(t.get_value(), 1)), Dot(a.c2p(1, t.get_value()))))",
+        "g = always_redraw(lambda: VGroup(a.plot(lambda x: t.get_value() * x, x_range=[0, 2]), Circle(t.get_value())))",
+        "g = always_redraw(lambda: VGroup(Polygon(LEFT, a.c2p(t.get_value(), 1), RIGHT), Arrow(LEFT, UP)))",
+    ]
+    setup = ("t, a = ValueTracker(1), Axes()",)
+    for line in refused:
+        reasons = onepass.static_reasons(_body(*setup, line))
+        assert any(r.endswith("tree_may_change") for r in reasons), (line, reasons)
+    for line in kept:
+        assert onepass.static_reasons(_body(*setup, line)) == [], line
+    # a local holding a member: followed like an inline one
+    local = HEAD + ("        t, a = ValueTracker(1), Axes()\n        def g():\n"
+                    "            curve = a.plot(abs, x_range=[0, t.get_value()])\n"
+                    "            return VGroup(curve, Dot())\n        r = always_redraw(g)\n")
+    assert "redraw_body:tree_may_change" in onepass.static_reasons(local)
+    fixed = local.replace("x_range=[0, t.get_value()]", "x_range=[0, 2]")
+    assert onepass.static_reasons(fixed) == []
