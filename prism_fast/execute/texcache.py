@@ -83,6 +83,7 @@ from pathlib import Path
 
 from prism_fast import fsutil, integrity
 from prism_fast.execute import script_reach, source_text, texformat
+from prism_fast.execute import texsvg
 from prism_fast.execute.texformat import canonical_svg, compile_commands  # noqa: F401  (used here and by callers)
 
 log = logging.getLogger(__name__)
@@ -558,6 +559,12 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
             # (only for a cacheable source: expl3 keeps the format's dump name in `\g_file_curr_name_str`, which a
             # document can read -- red team 2; the allow-list reaches no expl3)
             _format_compile(tex_file, source, fmt, config.get_dir("tex_dir"), formats, _log)
+            dvi = tex_file.with_suffix(fmt)
+            # the format made the .dvi: its SVG without dvisvgm's PostScript start-up where no special can draw
+            # (texsvg.py); manim's convert_to_svg then finds it, as its compile_tex found the .dvi
+            if dvi.exists() and texsvg.fast_svg(dvi):
+                tfw.delete_nonsvg_files()  # what manim does after its conversion (no_latex_cleanup is False here)
+                _log({"event": "svg_fast", "tex": tex_file.name})
         result = original(expression, environment, tex_template)
         _log({"event": "miss", "tex": tex_file.name, "compiler": compiler, "format": fmt})
         return result

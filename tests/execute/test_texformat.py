@@ -232,6 +232,7 @@ def test_the_format_is_used_only_for_the_default_template(worker_cfg, monkeypatc
     assert events.count("format") == 1 and events.count("format_fallback") == 1
     assert texcache.format_compiles(log) == 1 and texcache.format_fallbacks(log) == 1  # (rows and their warning)
     assert events.count("miss") == 2  # the default one and the custom one; the failure raised before logging
+    assert events.count("svg_fast") == 1  # the format's DVI converted without PostScript start-up (texsvg.py)
     assert all(p.is_file() for p in (tmp_path / "media" / "Tex").iterdir())  # no body directory left behind
 
 
