@@ -201,6 +201,8 @@ def build(dest: Path, preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | No
         built = work / f"{name}.fmt"
         if rc != 0 or not built.is_file():
             return None, f"format dump failed (etex exit {rc})"
+        if not _inflate(built):
+            return None, "format dump unreadable (not gzip)"
         # (without the recorder's list the format still serves this run; it is just not kept for later ones)
         inputs = _recorded_inputs(work / f"{name}.fls", work) or ()
         for i, probe in enumerate(PROBES):
@@ -221,6 +223,26 @@ def build(dest: Path, preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | No
     sha = hashlib.sha256(final.read_bytes()).hexdigest()
     info = FormatInfo(name, preamble, final.with_suffix(""), sha, _ident(final), time.perf_counter() - t0, inputs)
     return info, ""
+
+
+def _inflate(fmt: Path) -> bool:
+    """Store the dumped format uncompressed (same name). TeX writes formats through zlib (gzip, fastest level) and
+    reads them back through zlib's ``gzread``, which passes a file without the gzip header through unchanged: the
+    same bytes undumped, without inflating ≈ 18 MB at every start (a formula's ``latex`` run 90 → 46 ms on this
+    machine; the DVI is byte-identical, tests/execute/test_texformat.py). The self-check below runs on the stored
+    file."""
+    import gzip
+
+    try:
+        with open(fmt, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                return False
+        with gzip.open(fmt, "rb") as src, open(fmt.with_suffix(".raw"), "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(fmt.with_suffix(".raw"), fmt)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
+    return True
 
 
 def _file_sha256(path: str | os.PathLike) -> str | None:

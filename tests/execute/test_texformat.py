@@ -75,6 +75,34 @@ def test_svgs_are_byte_identical_with_the_format(built, tmp_path):
         assert fast == plain, expr
 
 
+def test_the_format_is_stored_uncompressed_and_gives_the_same_dvi(built, tmp_path):
+    """TeX reads a format through zlib, which passes an uncompressed file through: the format is stored inflated
+    (no 18 MB inflation at each start) and the DVI is the one the gzip-compressed dump gives."""
+    import gzip
+
+    _root, info = built
+    raw = info.path.with_suffix(".fmt").read_bytes()
+    assert raw[:2] != b"\x1f\x8b" and len(raw) > 1_000_000
+    packed = tmp_path / "packed" / f"{info.name}.fmt"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(raw, compresslevel=1))
+    src = _source("\\sum_{k=1}^{n} k = \\frac{n(n+1)}{2}", "align*")
+    body = texformat.body_of(src, info.preamble)
+    dvis = []
+    for k, fmt in enumerate((info.path, packed.with_suffix(""))):
+        d = tmp_path / f"d{k}"
+        d.mkdir()
+        (d / "e.tex").write_text(body, encoding="utf-8")
+        import subprocess
+
+        # (the DVI's comment holds the minute: both runs at one fixed date)
+        env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000", "FORCE_SOURCE_DATE": "1"}
+        subprocess.run(texformat.latex_command(str(fmt), d / "e.tex", d), stdout=subprocess.DEVNULL, check=True,
+                       env=env)
+        dvis.append((d / "e.dvi").read_bytes())
+    assert dvis[0] == dvis[1]
+
+
 def test_build_refuses_a_format_whose_probes_differ(tmp_path):
     """The self-check is real: a preamble that sets ``\\everyjob`` runs it when a job starts from its format, not in
     a plain run, so the probe's bold text gets another mark with the format: refused."""
