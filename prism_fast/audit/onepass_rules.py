@@ -424,15 +424,15 @@ def _function_problem(fn, nparams, defined, helpers) -> str | None:
     return "no_return"
 
 
-def _stable_locals(body, defined) -> tuple[frozenset, frozenset]:
+def _stable_locals(body, defined, varying=frozenset()) -> tuple[frozenset, frozenset]:
     """The function's locals holding a stable mobject (see :func:`_stable`): as the top, and as a member."""
     names: set = set()
     points: set = set()
     for stmt in body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name = stmt.targets[0].id
-            top = _stable(stmt.value, defined, frozenset(names), False, frozenset(points))
-            member = top and _stable(stmt.value, defined, frozenset(names), True, frozenset(points))
+            top = _stable(stmt.value, defined, frozenset(names), False, frozenset(points), varying)
+            member = top and _stable(stmt.value, defined, frozenset(names), True, frozenset(points), varying)
             (names.add if top else names.discard)(name)
             (points.add if member else points.discard)(name)
     return frozenset(names), frozenset(points)
@@ -462,13 +462,15 @@ def updater_problem(fn, nparams: int, kind: str, defined: set[str], helpers: fro
             if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs or a.args:
                 return "signature", None
             why = _pure(fn.body, None, defined, helpers)
-            if why is None and not _stable(fn.body, defined):
+            if why is None and not _stable(fn.body, defined, varying=_bound_names(fn)):
                 why = "tree_may_change"
             return why, None
         why = _function_problem(fn, 0, defined, helpers)
         if why is None:
-            names, points = _stable_locals(fn.body, defined)
-            if not _stable(fn.body[-1].value, defined, names, False, points):
+            body = _strip_docstring(fn.body)
+            varying = _varying_names(fn, body)
+            names, points = _stable_locals(body, defined, varying)
+            if not _stable(body[-1].value, defined, names, False, points, varying):
                 why = "tree_may_change"
         return why, None
     why, root = _updater_problem(fn, nparams, defined, helpers)
@@ -520,11 +522,12 @@ def _updater_problem(fn, nparams, defined, helpers):
             for name in (receiver, root):
                 if _mentions(stmt.value, name):
                     return "reads_updated_mobject", None
-    stable_names, point_names = _stable_locals(body, defined)
+    varying = _varying_names(fn, body)
+    stable_names, point_names = _stable_locals(body, defined, varying)
     for chain in chains:
         for call in _chain_calls(chain):
             if call.func.attr == "become" and not (len(call.args) == 1 and _stable(
-                    call.args[0], defined, stable_names, False, point_names)):
+                    call.args[0], defined, stable_names, False, point_names, varying)):
                 return "tree_may_change", None
         for arg in _chain_args(chain):
             why = _pure(arg, receiver, defined, helpers)
@@ -592,27 +595,69 @@ def _fresh(node, defined) -> bool:
     return False
 
 
-def _play_constant(node) -> bool:
-    """Constants and plain names (and tuples, lists, arithmetic and f-strings of them)."""
-    if isinstance(node, (ast.Constant, ast.Name)):
+def _play_constant(node, varying=frozenset()) -> bool:
+    """Constants and plain names (and tuples, lists, arithmetic and f-strings of them): no script code runs between
+    the frames of a play, so a name outside the updater keeps its value. ``varying``: the updater's own names that
+    may hold a value computed from the state at each call (its parameters, locals not assigned a constant)."""
+    if isinstance(node, ast.Constant):
         return True
+    if isinstance(node, ast.Name):
+        return node.id not in varying
     if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_play_constant(e) for e in node.elts)
+        return all(_play_constant(e, varying) for e in node.elts)
     if isinstance(node, ast.UnaryOp):
-        return _play_constant(node.operand)
+        return _play_constant(node.operand, varying)
     if isinstance(node, ast.BinOp):
-        return _play_constant(node.left) and _play_constant(node.right)
+        return _play_constant(node.left, varying) and _play_constant(node.right, varying)
     if isinstance(node, ast.JoinedStr):
-        return all(_play_constant(v) for v in node.values)
+        return all(_play_constant(v, varying) for v in node.values)
     if isinstance(node, ast.FormattedValue):
-        return _play_constant(node.value) and (node.format_spec is None or _play_constant(node.format_spec))
+        return _play_constant(node.value, varying) and (node.format_spec is None
+                                                        or _play_constant(node.format_spec, varying))
     return False
 
 
-def _stable(node, defined, stable_names=frozenset(), member: bool = False, point_names=frozenset()) -> bool:
+def _bound_names(fn) -> frozenset:
+    """Every name a function (or lambda) binds: parameters, assignment and loop targets, nested defs."""
+    names = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    for node in ast.walk(fn):
+        if node is not fn and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+    return frozenset(names)
+
+
+def _varying_names(fn, body) -> frozenset:
+    """The names of ``fn`` that may vary between its calls: all it binds, but the locals assigned exactly once, at
+    the top of ``body``, a play-constant value (``label = "x="``)."""
+    bound = _bound_names(fn)
+    counts: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    constant: set[str] = set()
+    params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    for stmt in body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and counts.get(stmt.targets[0].id) == 1 and stmt.targets[0].id not in params
+                and _play_constant(stmt.value, bound - constant)):
+            constant.add(stmt.targets[0].id)
+    return bound - constant
+
+
+# Shapes that draw a grid of lines, one submobject per line: how many follows the size and the step
+GRID_SHAPES = frozenset({"Rectangle", "Square", "RoundedRectangle", "SurroundingRectangle", "BackgroundRectangle"})
+GRID_KEYWORDS = frozenset({"grid_xstep", "grid_ystep"})
+MAX_GRIDLESS_POSITIONAL = {"Rectangle": 3}  # Rectangle(color, height, width, grid_xstep, grid_ystep, ...)
+
+
+def _stable(node, defined, stable_names=frozenset(), member: bool = False, point_names=frozenset(),
+            varying=frozenset()) -> bool:
     """``node`` builds a fresh mobject whose submobject tree cannot change during a play (see STABLE_SHAPES);
     ``member``: it ends up below the updated mobject's top, so its point counts must not change either (see
-    POINT_ARGS; ``point_names`` are the locals known to hold such a mobject)."""
+    POINT_ARGS; ``point_names`` are the locals known to hold such a mobject); ``varying``: the updater's names
+    that are not play-constant (:func:`_varying_names`)."""
     if isinstance(node, ast.Name):
         return node.id in (point_names if member else stable_names)
     if not isinstance(node, ast.Call):
@@ -623,12 +668,21 @@ def _stable(node, defined, stable_names=frozenset(), member: bool = False, point
         if func.id in defined:
             return False
         if func.id in STABLE_SHAPES:
-            return not member or _fixed_point_count(func.id, node)
+            if func.id in GRID_SHAPES and (
+                    any(k.arg in GRID_KEYWORDS and not (isinstance(k.value, ast.Constant) and k.value.value is None)
+                        for k in node.keywords)
+                    or any(k.arg is None for k in node.keywords)
+                    or len(node.args) > MAX_GRIDLESS_POSITIONAL.get(func.id, len(node.args))):
+                return False  # a grid's line count follows its size (red team 2026-12-05)
+            if func.id in ANGLE_SHAPES and not (all(_play_constant(a, varying) for a in node.args[2:]) and all(
+                    _play_constant(k.value, varying) for k in node.keywords)):
+                return False  # `dot=` adds a submobject, `elbow=` another shape (red team 2026-12-05)
+            return not member or _fixed_point_count(func.id, node, varying)
         if func.id in CONTENT_SHAPES:
-            return all(_play_constant(v) for v in values)
+            return all(_play_constant(v, varying) for v in values)
         if func.id in ("VGroup", "Group"):
-            return all(_stable(a, defined, stable_names, True, point_names) for a in node.args) and all(
-                _play_constant(k.value) for k in node.keywords)
+            return all(_stable(a, defined, stable_names, True, point_names, varying) for a in node.args) and all(
+                _play_constant(k.value, varying) for k in node.keywords)
         return False
     if isinstance(func, ast.Attribute):
         if func.attr in FRESH_READS:
@@ -636,27 +690,38 @@ def _stable(node, defined, stable_names=frozenset(), member: bool = False, point
                 return True
             if func.attr not in SAMPLED_READS:
                 return False
-            return all(_play_constant(v) for v in (*node.args[1:], *(k.value for k in node.keywords
-                                                                       if k.arg != "function")))
+            return all(_play_constant(v, varying) for v in (*node.args[1:], *(k.value for k in node.keywords
+                                                                                if k.arg != "function")))
         if func.attr in FRESH_METHODS:
-            if member and func.attr in POINT_METHODS and not all(_play_constant(v) for v in values):
-                return False
-            return _stable(func.value, defined, stable_names, member, point_names)
+            if func.attr == "become":  # the receiver takes the argument's tree (and, below the top, its points)
+                if len(node.args) != 1 or node.keywords or not _stable(node.args[0], defined, stable_names, member,
+                                                                        point_names, varying):
+                    return False
+            elif func.attr in VALUE_METHODS or (member and func.attr in POINT_METHODS):
+                if not all(_play_constant(v, varying) for v in values):
+                    return False  # a number's digits, a member's points: from the arguments
+            return _stable(func.value, defined, stable_names, member, point_names, varying)
     return False
 
 
-def _fixed_point_count(name: str, call: ast.Call) -> bool:
+# Angle(line1, line2, radius, quadrant, other_angle, dot, ...): every argument after the two lines decides the shape
+ANGLE_SHAPES = frozenset({"Angle", "RightAngle"})
+# methods that rebuild a mobject's submobjects from their arguments (DecimalNumber's digits)
+VALUE_METHODS = frozenset({"set_value"})
+
+
+def _fixed_point_count(name: str, call: ast.Call, varying=frozenset()) -> bool:
     """A stable shape below the top: are the arguments that decide its point count play-constant?"""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return False
     positions, keywords = POINT_ARGS.get(name, ((), set()))
     if positions == "all_but_function":
-        return all(_play_constant(v) for v in (*call.args[1:], *(k.value for k in call.keywords
-                                                                  if k.arg != "function")))
+        return all(_play_constant(v, varying) for v in (*call.args[1:], *(k.value for k in call.keywords
+                                                                           if k.arg != "function")))
     if name == "Polygon":
         return True  # the vertex count is the (unstarred) argument count
-    return all(_play_constant(call.args[i]) for i in positions if i < len(call.args)) and all(
-        _play_constant(k.value) for k in call.keywords if k.arg in keywords)
+    return all(_play_constant(call.args[i], varying) for i in positions if i < len(call.args)) and all(
+        _play_constant(k.value, varying) for k in call.keywords if k.arg in keywords)
 
 
 def _constructor(name: str, defined: set[str]) -> bool:

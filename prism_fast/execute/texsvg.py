@@ -60,20 +60,35 @@ for _base, _first in ((128, 1), (133, 1), (143, 1), (148, 1), (153, 1), (157, 1)
         _FIXED[_base + _i] = _first + _i  # set1-4, put1-4, right1-4, w1-4, x1-4, down1-4, y1-4, z1-4, fnt1-4
 
 
+def _int32(data: bytes, pos: int) -> int:
+    return int.from_bytes(data[pos:pos + 4], "big", signed=True)
+
+
 def dvi_specials(data: bytes) -> list[bytes] | None:
     """Every ``xxx`` special of a DVI file, in order; None for anything this parser does not fully understand
-    (not a DVI, an XDV, an undefined opcode, a truncated file)."""
+    (not a DVI, an XDV, an undefined opcode, a truncated file), and for a file whose postamble and page pointers
+    disagree with its sequence of pages: dvisvgm finds the pages from the end of the file (``post_post`` →
+    ``post`` → the last ``bop`` → each ``bop``'s pointer to the one before), this parser reads from the start, so
+    both must see the same pages (red team 2026-12-05: a ``post`` byte spliced in after the preamble, the
+    pointers shifted past it, hid a drawing special from a start-to-end reader)."""
     n = len(data)
     if n < 15 or data[0] != 247 or data[1] != DVI_ID:
         return None
     pos = 15 + data[14]  # pre: i[1] num[4] den[4] mag[4] k[1] x[k]
     specials: list[bytes] = []
+    last_bop = -1
     while pos < n:
+        start = pos
         op = data[pos]
         pos += 1
         if op < 128 or 171 <= op <= 234:  # set_char_i, fnt_num_i
             continue
-        if op in _FIXED:
+        if op == 139:  # bop: c0..c9[40] p[4], p the previous bop's offset (-1 for the first)
+            if pos + 44 > n or _int32(data, pos + 40) != last_bop:
+                return None
+            last_bop = start
+            pos += 44
+        elif op in _FIXED:
             pos += _FIXED[op]
         elif 239 <= op <= 242:  # xxx1-4: k[1-4] then k bytes
             size = op - 238
@@ -90,11 +105,35 @@ def dvi_specials(data: bytes) -> list[bytes] | None:
             if pos + 2 > n:
                 return None
             pos += 2 + data[pos] + data[pos + 1]
-        elif op == 248:  # post: what follows repeats the font definitions; no page content
-            return specials if pos <= n else None
+        elif op == 248:  # post: no page content after it, only the postamble as dvisvgm reads it
+            return specials if last_bop >= 0 and _postamble_ok(data, start, last_bop) else None
         else:  # pre again, post_post, or an opcode DVI does not define (XDV's 251-254, ...)
             return None
     return None  # no postamble: a truncated file
+
+
+def _postamble_ok(data: bytes, post: int, last_bop: int) -> bool:
+    """``post`` p[4] num[4] den[4] mag[4] l[4] u[4] s[2] t[2], font definitions (or nops), ``post_post`` q[4] i[1]
+    and four or more 223 bytes to the end; p the last page's ``bop``, q this ``post``, i the DVI id."""
+    n = len(data)
+    if post + 29 > n or _int32(data, post + 1) != last_bop:
+        return False
+    pos = post + 29
+    while pos < n and data[pos] != 249:
+        op = data[pos]
+        if op == 138:  # nop
+            pos += 1
+        elif 243 <= op <= 246:
+            pos += 1 + op - 242 + 12
+            if pos + 2 > n:
+                return False
+            pos += 2 + data[pos] + data[pos + 1]
+        else:
+            return False
+    if pos + 6 > n or _int32(data, pos + 1) != post or data[pos + 5] != DVI_ID:
+        return False
+    tail = data[pos + 6:]
+    return len(tail) >= 4 and tail == bytes([223]) * len(tail)
 
 
 def qualifies(dvi_file: Path) -> bool:

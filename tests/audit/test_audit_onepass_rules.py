@@ -399,3 +399,43 @@ def test_members_keep_their_point_count_only_with_constant_sampling():
     assert "redraw_body:tree_may_change" in onepass.static_reasons(local)
     fixed = local.replace("x_range=[0, t.get_value()]", "x_range=[0, 2]")
     assert onepass.static_reasons(fixed) == []
+
+
+def test_state_read_into_a_local_grid_lines_become_and_set_value_are_not_constant():
+    """Red team 2026-12-05: a local computed from the state passed as a "plain name" (the count of a polygon, a
+    formula's text, a number), a grid whose line count follows the size, `become`/`set_value` on a fresh member,
+    an angle's `dot=` flag -- each changes the tree or a member's point count between frames, and the render's
+    fixed-point check cannot see what the 60 fps audit met in between."""
+    setup = ("t, a = ValueTracker(1), Axes()", "l1, l2 = Line(ORIGIN, RIGHT), Line(ORIGIN, UP)")
+
+    def redraw_def(*lines):
+        return _body(*setup, "def g():", *(f"    {line}" for line in lines), "r = always_redraw(g)")
+
+    refused = [
+        redraw_def("k = int(t.get_value()) + 3", "return VGroup(RegularPolygon(k), Dot())"),
+        redraw_def("s = str(int(t.get_value()))", "return VGroup(MathTex(s), Dot())"),
+        redraw_def("v = t.get_value()", "return VGroup(MathTex('x='), DecimalNumber(v))"),
+        redraw_def("f = t.get_value() > 1", "return VGroup(Angle(l1, l2, dot=f), Dot())"),
+        _body(*setup, "r = always_redraw(lambda: Rectangle(width=t.get_value(), height=1, grid_xstep=0.5))"),
+        _body(*setup, "r = always_redraw(lambda: VGroup(Square(t.get_value(), grid_xstep=0.5), Dot()))"),
+        _body(*setup, "r = always_redraw(lambda: SurroundingRectangle(Dot(a.c2p(t.get_value(), 0)), "
+                      "grid_ystep=0.2))"),
+        _body(*setup, "r = always_redraw(lambda: VGroup(Dot().become(RegularPolygon(int(t.get_value()))), Dot()))"),
+        _body(*setup, "r = always_redraw(lambda: VGroup(Dot().become(a.plot(abs, x_range=[0, t.get_value()]))))"),
+        _body(*setup, "r = always_redraw(lambda: DecimalNumber(0).set_value(t.get_value()))"),
+        _body(*setup, "s = Square()", "def h(m):", "    k = int(t.get_value()) + 3",
+              "    m.become(VGroup(RegularPolygon(k), Dot()))", "s.add_updater(h)"),
+    ]
+    for code in refused:
+        reasons = onepass.static_reasons(code)
+        assert any(r.endswith("tree_may_change") for r in reasons), (code, reasons)
+    kept = [
+        # a local holding a constant, a name from outside the updater, a fixed angle, `become` of a stable shape
+        redraw_def("label = 'x='", "return VGroup(MathTex(label), Dot(a.c2p(t.get_value(), 0)))"),
+        _body(*setup, "n = 5", "r = always_redraw(lambda: VGroup(RegularPolygon(n).move_to(a.c2p(t.get_value(), "
+                      "0)), Dot()))"),
+        _body(*setup, "r = always_redraw(lambda: VGroup(Angle(l1, l2, radius=0.5), Dot(a.c2p(t.get_value(), 0))))"),
+        _body(*setup, "r = always_redraw(lambda: VGroup(Dot().become(Circle(t.get_value())), Dot()))"),
+    ]
+    for code in kept:
+        assert onepass.static_reasons(code) == [], code

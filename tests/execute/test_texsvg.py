@@ -80,9 +80,57 @@ def test_the_parser_refuses_what_it_does_not_fully_read(tmp_path):
     # an undefined opcode after the preamble
     k = data[14]
     assert texsvg.dvi_specials(data[: 15 + k] + bytes([251]) + data[15 + k:]) is None
-    # a special the list does not hold, spliced in as xxx1 right after the preamble: refused
+    # bytes spliced in after the preamble move every page: the pointers no longer agree, refused
     extra = b"ps:: 0 0 moveto"
     spliced = data[: 15 + k] + bytes([239, len(extra)]) + extra + data[15 + k:]
-    assert texsvg.dvi_specials(spliced)[0] == extra
+    assert texsvg.dvi_specials(spliced) is None
     (tmp_path / "spliced.dvi").write_bytes(spliced)
     assert not texsvg.qualifies(tmp_path / "spliced.dvi")
+
+
+def test_a_dvi_whose_pointers_disagree_with_its_pages_is_refused(tmp_path):
+    """Red team 2026-12-05: dvisvgm finds the pages from the postamble (post_post -> post -> the last bop -> each
+    bop's back pointer); a `post` byte spliced in after the preamble, every pointer shifted past it, showed a
+    start-to-end reader no page at all while dvisvgm drew the page and its PostScript line."""
+    import struct
+
+    dvi = _dvi(tmp_path, "A\\special{ps: newpath 0 0 moveto 200 200 lineto 10 setlinewidth stroke}", "center")
+    data = bytearray(dvi.read_bytes())
+    assert not texsvg.qualifies(dvi)
+    end = len(data) - 1
+    while data[end] == 223:
+        end -= 1
+    post = struct.unpack(">i", data[end - 4:end])[0]
+    bops, b = [], struct.unpack(">i", data[post + 1:post + 5])[0]
+    while b != -1:
+        bops.append(b)
+        b = struct.unpack(">i", data[b + 41:b + 45])[0]
+    at = 15 + data[14]
+    crafted = data[:at] + b"\xf8" + data[at:]
+    for field in [bb + 41 for bb in bops] + [post + 1, end - 4]:
+        value = struct.unpack(">i", data[field:field + 4])[0]
+        if value != -1:
+            crafted[field + 1:field + 5] = struct.pack(">i", value + 1)
+    (tmp_path / "crafted.dvi").write_bytes(bytes(crafted))
+    assert texsvg.dvi_specials(bytes(crafted)) is None and not texsvg.qualifies(tmp_path / "crafted.dvi")
+    # dvisvgm still draws the hidden line from it: the refusal matters
+    full = _svg(tmp_path / "crafted.dvi", "full.svg", False)
+    assert b"200" in full and texcache.canonical_svg(full) != texcache.canonical_svg(
+        _svg(tmp_path / "crafted.dvi", "fast.svg", True))
+    # a bop whose back pointer is wrong, and a postamble pointing elsewhere: refused too
+    clean = _dvi(tmp_path / "c", "x^2", "align*") if (tmp_path / "c").mkdir() is None else None
+    raw = bytearray(clean.read_bytes())
+    assert texsvg.dvi_specials(bytes(raw)) is not None
+    bop = 15 + raw[14]
+    while raw[bop] != 139:
+        bop += 1
+    bad = raw[:]
+    bad[bop + 41:bop + 45] = struct.pack(">i", 5)
+    assert texsvg.dvi_specials(bytes(bad)) is None
+    tail = len(raw) - 1
+    while raw[tail] == 223:
+        tail -= 1
+    bad = raw[:]
+    bad[tail - 4:tail] = struct.pack(">i", 3)
+    assert texsvg.dvi_specials(bytes(bad)) is None
+
