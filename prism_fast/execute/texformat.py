@@ -202,7 +202,7 @@ def build(dest: Path, preamble: str = DEFAULT_PREAMBLE) -> tuple[FormatInfo | No
         if rc != 0 or not built.is_file():
             return None, f"format dump failed (etex exit {rc})"
         if not _inflate(built):
-            return None, "format dump unreadable (not gzip)"
+            return None, "format dump unreadable (a broken gzip stream)"
         # (without the recorder's list the format still serves this run; it is just not kept for later ones)
         inputs = _recorded_inputs(work / f"{name}.fls", work) or ()
         for i, probe in enumerate(PROBES):
@@ -236,7 +236,7 @@ def _inflate(fmt: Path) -> bool:
     try:
         with open(fmt, "rb") as fh:
             if fh.read(2) != b"\x1f\x8b":
-                return False
+                return True  # a TeX that dumps uncompressed: nothing to do
         with gzip.open(fmt, "rb") as src, open(fmt.with_suffix(".raw"), "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
         os.replace(fmt.with_suffix(".raw"), fmt)

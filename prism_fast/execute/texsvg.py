@@ -5,12 +5,13 @@ about 75 ms a formula, two thirds of it Ghostscript starting up: every DVI of ma
 ``preview`` package's PostScript header code (``!…`` specials defining ``bop-hook``/``eop-hook``), l3backend's
 ``header=l3backend-dvips.pro`` and one ``ps::`` special of seven integers per page (the tight page's offsets), and
 dvisvgm hands all of them to Ghostscript. None of them paints: the headers only define procedures and the page size
-a PostScript printer would use, and the ``ps::`` numbers are pushed for a ``bop-hook`` that dvisvgm never runs as a
-printer would; dvisvgm's SVG is made of the glyphs and rules it places itself, and its bounding box (``--bbox=min``,
+a PostScript printer would use, and the ``ps::`` numbers are the tight page's offsets, which dvisvgm reads only with
+``--bbox=preview``; dvisvgm's SVG is made of the glyphs and rules it places itself, and its bounding box (``--bbox=min``,
 the default) of what was painted. So for such a DVI, ``--no-specials`` gives the same SVG in a third of the time.
 
 :func:`fast_svg` runs that only when **every** special of the DVI (:func:`dvi_specials`, a strict parser of the DVI
-opcodes: an XDV, an unknown opcode or a truncated file qualifies nothing) is one of :data:`NOOP_SPECIALS` or a
+opcodes that also checks the page and postamble pointers dvisvgm follows: an XDV, an unknown opcode, a truncated
+file or pointers that disagree with the pages qualify nothing) is one of :data:`NOOP_SPECIALS` or a
 ``ps::`` of integers only, and the conversion printed nothing; otherwise nothing is written and manim converts as
 usual. Used by the TeX cache's wrapper (texcache.py) after it made the ``.dvi`` from the checked LaTeX format, so
 only for sources the cache calls :func:`~prism_fast.execute.texcache.cacheable` (no colour, no box rotation, no
