@@ -27,6 +27,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from prism_fast.execute.texformat import compile_commands
+
 # What manim's default template (texformat.DEFAULT_PREAMBLE) puts in every DVI: the preview package's PostScript
 # header code (preview 12.x, `\documentclass[preview]{standalone}`) and l3backend's header file. Exact bytes: any
 # other text (another preview version, a colour, a rotation, a user's \special) keeps the full conversion.
@@ -151,9 +153,11 @@ def qualifies(dvi_file: Path) -> bool:
 
 
 def command(dvi_file: Path, svg_file: Path, fast: bool) -> list[str]:
-    """manim 0.19's ``convert_to_svg`` command for a ``.dvi`` (``--no-specials`` added with ``fast``)."""
-    return ["dvisvgm", "--page=1", "--no-fonts", "--verbosity=0", *(["--no-specials"] if fast else []),
-            f"--output={svg_file}", str(dvi_file)]
+    """manim 0.19's ``convert_to_svg`` command for a ``.dvi`` (texformat.compile_commands, the one copy of it),
+    writing ``svg_file``; ``--no-specials`` added with ``fast``."""
+    cmd = compile_commands(dvi_file.with_suffix(".tex"), "latex", ".dvi")[1]
+    cmd = [f"--output={svg_file.as_posix()}" if c.startswith("--output=") else c for c in cmd]
+    return cmd[:-2] + (["--no-specials"] if fast else []) + cmd[-2:]
 
 
 def fast_svg(dvi_file: Path) -> bool:
