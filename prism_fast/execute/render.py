@@ -488,14 +488,14 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
         log.warning("tex cache: %s (%s)", note, row["id"])
 
 
-def prefork_worker(cfg: RenderConfig, preload: tuple[str, ...] = (), tune_malloc: bool = True):
+def prefork_worker(cfg: RenderConfig, preload: tuple[str, ...] = ()):
     """A started ``worker.PreforkWorker`` whose import-time manim configuration matches this config's sample
     directories. Pass its ``run`` as ``render_one(..., runner=worker.run)``; ``close()`` it when done.
     ``preload``: modules of the observers' child halves (observers.py), imported once by the server instead of
-    by every child that installs them. ``tune_malloc``: the server's malloc settings (``worker.tune_malloc``)."""
+    by every child that installs them."""
     from prism_fast.execute.worker import PreforkWorker
 
     worker = PreforkWorker(resolve_bin(cfg.manim_bin), manim_cfg=MANIM_CFG if cfg.disable_version_check else None,
-                           preload=preload, tune_malloc=tune_malloc)
+                           preload=preload)
     worker.start()
     return worker

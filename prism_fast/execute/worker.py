@@ -212,37 +212,6 @@ def preload_console() -> None:
         print(f"prism_fast prefork: building pygments' Python lexer failed: {exc!r}", file=sys.stderr, flush=True)
 
 
-MALLOC_ENV = "PRISM_PREFORK_MALLOC"  # "0": the server keeps glibc's default malloc settings (tests compare both)
-MALLOC_MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's largest (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit)
-MALLOC_TRIM_THRESHOLD = 128 * 1024 * 1024
-
-
-def tune_malloc() -> str:
-    """glibc's malloc, in the server before it forks any child: serve blocks up to 32 MiB from the heap and keep
-    freed memory for reuse (``mallopt(M_MMAP_THRESHOLD)``, ``mallopt(M_TRIM_THRESHOLD)``). By default glibc maps
-    every block above its (adaptive) threshold afresh and unmaps it when freed, so each frame-sized array a render
-    makes -- the camera's background copy per frame, the frame handed to the movie writer, PyAV's RGBA and YUV
-    frames, x264's buffers -- costs a page fault per 4 KiB touched (a corpus render: 100-340 thousand minor faults,
-    about a third of them left with these settings; 3-20 % of its CPU). Which addresses blocks get is all that
-    changes: computation, videos and output are the same (tested: renders both ways), and a forked child's heap never
-    matched a fresh ``manim`` process's anyway (see the ``gc.freeze`` above). Returns ``on``, or why not (another
-    C library; the call refused): the server then runs with the defaults, said in its log."""
-    import ctypes
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError) as exc:
-        print(f"prism_fast prefork: malloc settings left as they are (no mallopt: {exc!r})", file=sys.stderr,
-              flush=True)
-        return "unavailable"
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
-    if mallopt(m_mmap_threshold, MALLOC_MMAP_THRESHOLD) != 1 or mallopt(m_trim_threshold, MALLOC_TRIM_THRESHOLD) != 1:
-        print("prism_fast prefork: mallopt refused the settings; glibc's defaults stay", file=sys.stderr, flush=True)
-        return "refused"
-    return "on"
-
-
 def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", preload: tuple[str, ...] = ()) -> None:
     """The server loop: import manim (and the entry's modules), then one forked child per job, until the
     request pipe closes. ``entry``: ``manim`` (manim's CLI) or ``module:function:argument`` (another child main,
@@ -277,8 +246,7 @@ def serve(req_fd: int, resp_fd: int, manim_bin: str, entry: str = "manim", prelo
     # (docs/scaling.md "Fifteenth session").
     gc.collect()
     gc.freeze()
-    malloc = tune_malloc() if os.environ.pop(MALLOC_ENV, "1") == "1" else "off"
-    _send(resp_fd, {"ready": True, "manim": manim_version, "import_s": time.perf_counter() - t0, "malloc": malloc})
+    _send(resp_fd, {"ready": True, "manim": manim_version, "import_s": time.perf_counter() - t0})
     while True:
         job = _recv(req_fd)
         if job is None:
@@ -362,11 +330,8 @@ class PreforkWorker:
     backend_name = "prefork"
 
     def __init__(self, manim_bin: str, server_dir: str | None = None, start_timeout_s: float = 300,
-                 manim_cfg: str | None = None, entry: str = "manim", preload: tuple[str, ...] = (),
-                 tune_malloc: bool = True):
+                 manim_cfg: str | None = None, entry: str = "manim", preload: tuple[str, ...] = ()):
         self.manim_bin = os.path.abspath(manim_bin)
-        self.tune_malloc = tune_malloc  # the server's malloc settings (:func:`tune_malloc`); ``malloc``: its answer
-        self.malloc: str | None = None
         self.entry = entry
         self.preload = tuple(preload)  # trusted modules the server imports before forking (see serve)
         self.start_timeout_s = start_timeout_s
@@ -388,7 +353,6 @@ class PreforkWorker:
         req_r, self._req_w = os.pipe()
         self._resp_r, resp_w = os.pipe()
         env = sandbox.scrub_env(os.environ, home=str(self.server_dir))
-        env[MALLOC_ENV] = "1" if self.tune_malloc else "0"  # (the server removes it before any child exists)
         with open(self.server_dir / "server.log", "ab") as server_log:
             self.proc = subprocess.Popen(
                 [interpreter_of(self.manim_bin), str(Path(__file__).resolve()), str(req_r), str(resp_w),
@@ -404,7 +368,6 @@ class PreforkWorker:
             self.close()
             raise RuntimeError(f"prefork worker did not start; see {self.server_dir / 'server.log'}")
         self.import_s = hello["import_s"]
-        self.malloc = hello.get("malloc")
 
     def close(self) -> None:
         if self.proc is not None:

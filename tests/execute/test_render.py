@@ -346,28 +346,6 @@ def test_prefork_children_start_with_the_servers_heap_frozen(tmp_path):
     assert cli["backend"] == "cli" and "ValueError: frozen: False" in cli["error"]
 
 
-def test_prefork_children_inherit_the_servers_malloc_settings(tmp_path):
-    """The prefork server sets glibc's malloc to serve frame-sized blocks from the heap (execute/worker.py
-    ``tune_malloc``: fewer page faults, same videos -- test_prefork_worker_gives_identical_rows_and_videos); a fresh
-    ``manim`` process maps such a block afresh. Seen by a script whose error text says whether glibc mapped a 4 MiB
-    block on its own (the chunk's ``IS_MMAPPED`` flag)."""
-    src = textwrap.dedent("""
-        import ctypes, os
-        from manim import *
-
-        class Heap(Scene):
-            def construct(self):
-                libc = ctypes.CDLL(None)
-                libc.malloc.restype = ctypes.c_void_p
-                p = libc.malloc(4 * 1024 * 1024)
-                mapped = bool(ctypes.c_size_t.from_address(p - 8).value & 2)  # glibc's chunk flag IS_MMAPPED
-                raise ValueError(f"heap: {not mapped} seen: {'PRISM_PREFORK_MALLOC' in os.environ}")
-    """).lstrip()
-    pre, cli = _prefork_then_cli("heap", src, tmp_path)
-    assert pre["backend"] == "prefork" and "ValueError: heap: True seen: False" in pre["error"]
-    assert cli["backend"] == "cli" and "ValueError: heap: False seen: False" in cli["error"]
-
-
 def test_prefork_children_find_the_console_modules_imported(tmp_path):
     """The prefork server imports what a child would import only after its scene ran -- manim's log table, rich's
     traceback with pygments' Python lexer (execute/worker.py CONSOLE_MODULES) -- once; a fresh `manim` process has
