@@ -1,4 +1,4 @@
-"""Exact fast paths for three of manim 0.19.0's hottest pure-Python helpers (issue #19 item 6).
+"""Exact fast paths for four of manim 0.19.0's hot helpers (issue #19 item 6).
 
 A ``-ql`` render spends a fifth of its main thread in the Python around Cairo's path calls, and an audit of an
 ``always_redraw`` scene a tenth in point comparisons made one pair at a time. Three methods are replaced by
@@ -13,6 +13,10 @@ versions that do the same arithmetic on whole arrays and hand Cairo the same dou
   expression evaluated once over all pairs (``allclose`` is ``all(isclose(...))``, element-wise ufuncs).
 * ``VMobject.get_points_defining_boundary``: the anchors of the family interleaved by slicing instead of a
   Python ``zip``/``chain`` of rows (the same values copied into the same float64 array).
+
+And the movie writer's ``SceneFileWriter.encode_and_write_frame`` for a frame written ``n > 1`` times (a static
+``wait``): converted to the encoder's YUV once, by the call PyAV's encoder makes, instead of once per copy; x264
+gets the same pixels and timestamps (:func:`_encoder_fast_path`).
 
 Each replacement takes its fast path only where the original's behaviour is fully known: the object's class and
 instance resolve every method and attribute the original would call to manim's own (a script's subclass or

@@ -346,6 +346,26 @@ def test_prefork_children_start_with_the_servers_heap_frozen(tmp_path):
     assert cli["backend"] == "cli" and "ValueError: frozen: False" in cli["error"]
 
 
+def test_prefork_children_keep_glibcs_default_malloc_settings(tmp_path):
+    """x264's bytes depend on the allocator's state (docs/parity.md: with ``mallopt(M_MMAP_THRESHOLD, 32 MiB)`` in the
+    render process, 18 of the corpus's videos changed for the same frames), so a prefork child must allocate as a
+    fresh ``manim`` process does: a 4 MiB block mapped on its own (glibc's ``IS_MMAPPED`` chunk flag), in both."""
+    src = textwrap.dedent("""
+        import ctypes
+        from manim import *
+
+        class Heap(Scene):
+            def construct(self):
+                libc = ctypes.CDLL(None)
+                libc.malloc.restype = ctypes.c_void_p
+                p = libc.malloc(4 * 1024 * 1024)
+                raise ValueError(f"mapped: {bool(ctypes.c_size_t.from_address(p - 8).value & 2)}")
+    """).lstrip()
+    pre, cli = _prefork_then_cli("heap", src, tmp_path)
+    assert pre["backend"] == "prefork" and "ValueError: mapped: True" in pre["error"]
+    assert cli["backend"] == "cli" and "ValueError: mapped: True" in cli["error"]
+
+
 def test_prefork_children_find_the_console_modules_imported(tmp_path):
     """The prefork server imports what a child would import only after its scene ran -- manim's log table, rich's
     traceback with pygments' Python lexer (execute/worker.py CONSOLE_MODULES) -- once; a fresh `manim` process has
