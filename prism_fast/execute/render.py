@@ -488,14 +488,82 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
         log.warning("tex cache: %s (%s)", note, row["id"])
 
 
+_PRESTARTED: list = []  # prefork servers launched ahead of need (prestart_prefork), not yet handed out
+
+
+def _prefork_args(cfg: RenderConfig, preload: tuple[str, ...]) -> tuple:
+    return (os.path.abspath(resolve_bin(cfg.manim_bin)), MANIM_CFG if cfg.disable_version_check else None,
+            tuple(preload))
+
+
+def prestart_prefork(cfg: RenderConfig, preload: tuple[str, ...] = ()) -> bool:
+    """Launch the prefork server :func:`prefork_worker` with these arguments would start, now, without waiting for
+    its imports (~1.3 s of manim's): the pipeline's driver does this as soon as its settings are known, so the
+    head start's server imports manim on the other core while the driver loads the dataset and checks the run
+    (pipeline/run.py). :func:`prefork_worker` hands it out only if it was launched with the same arguments and
+    the same environment as it would start one now; else it is closed. :func:`discard_prestarted` closes any not
+    taken. Returns whether one was launched."""
+    from prism_fast.execute.worker import PreforkWorker
+
+    manim_bin, manim_cfg, preload = _prefork_args(cfg, preload)
+    worker = PreforkWorker(manim_bin, manim_cfg=manim_cfg, preload=preload)
+    try:
+        worker.launch()
+    except (OSError, RuntimeError, ValueError) as exc:
+        log.info("prefork server not started ahead (%s); it starts when needed", exc)
+        _drop(worker)
+        return False
+    _PRESTARTED.append(worker)
+    return True
+
+
+def discard_prestarted() -> int:
+    """Close the servers :func:`prestart_prefork` launched that no one took; returns how many."""
+    n = 0
+    while _PRESTARTED:
+        _drop(_PRESTARTED.pop())
+        n += 1
+    return n
+
+
+def _drop(worker) -> None:
+    """End a server no one uses at once (it may still be importing) and remove its directory."""
+    if worker.proc is not None:
+        try:
+            os.killpg(worker.proc.pid, 9)
+        except OSError:
+            pass
+    worker.close()
+
+
+def _take_prestarted(args: tuple):
+    for k, early in enumerate(_PRESTARTED):
+        if (early.manim_bin, early.manim_cfg, early.preload) != args:
+            continue
+        del _PRESTARTED[k]
+        if early.launched_env != early.launch_env() or early.proc is None or early.proc.poll() is not None:
+            _drop(early)  # this process's environment changed since (or the server died): start afresh
+            return None
+        try:
+            early.await_ready()
+        except RuntimeError:
+            return None
+        return early
+    return None
+
+
 def prefork_worker(cfg: RenderConfig, preload: tuple[str, ...] = ()):
     """A started ``worker.PreforkWorker`` whose import-time manim configuration matches this config's sample
     directories. Pass its ``run`` as ``render_one(..., runner=worker.run)``; ``close()`` it when done.
     ``preload``: modules of the observers' child halves (observers.py), imported once by the server instead of
-    by every child that installs them."""
+    by every child that installs them. A server :func:`prestart_prefork` launched with the same arguments and
+    environment is handed out instead of a new one."""
     from prism_fast.execute.worker import PreforkWorker
 
-    worker = PreforkWorker(resolve_bin(cfg.manim_bin), manim_cfg=MANIM_CFG if cfg.disable_version_check else None,
-                           preload=preload)
+    args = _prefork_args(cfg, preload)
+    early = _take_prestarted(args) if _PRESTARTED else None
+    if early is not None:
+        return early
+    worker = PreforkWorker(args[0], manim_cfg=args[1], preload=args[2])
     worker.start()
     return worker

@@ -339,12 +339,23 @@ class PreforkWorker:
         self.server_dir = Path(server_dir) if server_dir else own_server_dir()
         self.manim_cfg = manim_cfg
         self.proc: subprocess.Popen | None = None
+        self.launched_env: dict | None = None  # the environment the server was started with (launch)
         self.import_s: float | None = None
         self.restarts = 0
         self._warned_bwrap = False
 
     # lifecycle
     def start(self) -> None:
+        self.launch()
+        self.await_ready()
+
+    def launch_env(self) -> dict:
+        """The environment the server starts with (the allow-listed variables of this process's, now)."""
+        return sandbox.scrub_env(os.environ, home=str(self.server_dir))
+
+    def launch(self) -> None:
+        """Start the server process without waiting for its imports (:meth:`await_ready` does): a caller that will
+        need a worker soon starts it early, while it does other work (``render.prestart_prefork``)."""
         from prism_fast.execute.fingerprint import interpreter_of
 
         self.server_dir.mkdir(parents=True, exist_ok=True)
@@ -352,7 +363,7 @@ class PreforkWorker:
             (self.server_dir / "manim.cfg").write_text(self.manim_cfg, encoding="utf-8")
         req_r, self._req_w = os.pipe()
         self._resp_r, resp_w = os.pipe()
-        env = sandbox.scrub_env(os.environ, home=str(self.server_dir))
+        env = self.launched_env = self.launch_env()
         with open(self.server_dir / "server.log", "ab") as server_log:
             self.proc = subprocess.Popen(
                 [interpreter_of(self.manim_bin), str(Path(__file__).resolve()), str(req_r), str(resp_w),
@@ -363,6 +374,9 @@ class PreforkWorker:
             )
         os.close(req_r)
         os.close(resp_w)
+
+    def await_ready(self) -> None:
+        """Wait for the launched server's hello (its imports done); raises RuntimeError if it does not come."""
         hello = self._read_with_timeout(self.start_timeout_s)
         if not hello or not hello.get("ready"):
             self.close()
