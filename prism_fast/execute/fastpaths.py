@@ -1,4 +1,4 @@
-"""Exact fast paths for four of manim 0.19.0's hot helpers (issue #19 item 6).
+"""Exact fast paths for three of manim 0.19.0's hottest pure-Python helpers (issue #19 item 6).
 
 A ``-ql`` render spends a fifth of its main thread in the Python around Cairo's path calls, and an audit of an
 ``always_redraw`` scene a tenth in point comparisons made one pair at a time. Three methods are replaced by
@@ -13,10 +13,6 @@ versions that do the same arithmetic on whole arrays and hand Cairo the same dou
   expression evaluated once over all pairs (``allclose`` is ``all(isclose(...))``, element-wise ufuncs).
 * ``VMobject.get_points_defining_boundary``: the anchors of the family interleaved by slicing instead of a
   Python ``zip``/``chain`` of rows (the same values copied into the same float64 array).
-
-And the movie writer's ``SceneFileWriter.encode_and_write_frame`` for a frame written ``n > 1`` times (a static
-``wait``): converted to the encoder's YUV once, by the call PyAV's encoder makes, instead of once per copy; x264
-gets the same pixels and timestamps (:func:`_encoder_fast_path`).
 
 Each replacement takes its fast path only where the original's behaviour is fully known: the object's class and
 instance resolve every method and attribute the original would call to manim's own (a script's subclass or
@@ -327,19 +323,16 @@ def install(marker: str | None = None) -> bool:
             _tripped()
             raise
 
-    encode_and_write_frame, orig_encode = _encoder_fast_path(builtins, np)
-
     _ORIG.update(set_cairo_context_path=orig_path, get_subpaths_from_points=orig_subpaths,
-                 get_points_defining_boundary=orig_boundary, encode_and_write_frame=orig_encode)
+                 get_points_defining_boundary=orig_boundary)
     for fn, orig in ((set_cairo_context_path, orig_path), (get_subpaths_from_points, orig_subpaths),
-                     (get_points_defining_boundary, orig_boundary), (encode_and_write_frame, orig_encode)):
+                     (get_points_defining_boundary, orig_boundary)):
         fn.__name__, fn.__qualname__, fn.__doc__, fn.__module__ = (orig.__name__, orig.__qualname__, orig.__doc__,
                                                                    orig.__module__)
         fn.__annotations__ = dict(orig.__annotations__)
     Camera.set_cairo_context_path = set_cairo_context_path
     VMobject.get_subpaths_from_points = get_subpaths_from_points
     VMobject.get_points_defining_boundary = get_points_defining_boundary
-    _writer_class().encode_and_write_frame = encode_and_write_frame
     _INSTALLED = True
     return True
 
@@ -353,90 +346,7 @@ def uninstall() -> None:
     Camera.set_cairo_context_path = _ORIG["set_cairo_context_path"]
     VMobject.get_subpaths_from_points = _ORIG["get_subpaths_from_points"]
     VMobject.get_points_defining_boundary = _ORIG["get_points_defining_boundary"]
-    _writer_class().encode_and_write_frame = _ORIG["encode_and_write_frame"]
     _INSTALLED = False
-
-
-def _writer_class():
-    from manim.scene.scene_file_writer import SceneFileWriter
-
-    return SceneFileWriter
-
-
-def _encoder_fast_path(builtins, np):
-    """``SceneFileWriter.encode_and_write_frame`` for a frame written ``num_frames > 1`` times (a static ``wait``,
-    a frozen frame): manim converts the same RGBA array to the encoder's YUV once per copy (``from_ndarray``, then
-    PyAV's ``_prepare_frames_for_encode`` reformats each to the codec's size and pixel format). Here the first copy
-    goes through exactly those steps, the conversion is made once more with the very call PyAV's encoder makes
-    (``VideoReformatter.reformat(frame, width, height, format)``, default options: a fresh ``SwsContext`` with the
-    same parameters gives the same bytes), and every further copy is a new frame holding those planes, without a
-    timestamp (the encoder numbers it, as it numbers manim's). libx264 receives the same pixels and timestamps, so
-    the stream is the same (tested byte for byte on real renders). Taken only where the original's steps are known:
-    manim's ``av`` and ``VideoFrame`` and the builtin ``range`` still the ones seen here, a PyAV video stream and
-    output container of the exact types, a ``uint8`` ``(h, w, 4)`` array that shares no memory with the camera's
-    pixel array (manim hands the writer a copy; a buffer the renderer keeps drawing into would be read anew by
-    each copy), an ``int`` count; the codec's frame size and format fixed and its planes laid out like a new
-    frame's. Otherwise manim's loop."""
-    import av
-    from av.container.output import OutputContainer
-    from av.video.frame import VideoFrame
-    from av.video.stream import VideoStream
-    from manim.renderer.cairo_renderer import CairoRenderer
-    from manim.scene import scene_file_writer as sfw_module
-
-    orig_encode = sfw_module.SceneFileWriter.__dict__["encode_and_write_frame"]
-    from_ndarray = VideoFrame.from_ndarray
-    range_obj, uint8, ndarray, shares = builtins.range, np.dtype(np.uint8), np.ndarray, np.may_share_memory
-
-    def plain(self, frame) -> bool:
-        if not (sfw_module.av is av and av.VideoFrame is VideoFrame and builtins.range is range_obj):
-            return False
-        if not (type(frame) is ndarray and frame.dtype == uint8 and frame.ndim == 3 and frame.shape[2] == 4):
-            return False
-        d = getattr(self, "__dict__", None)
-        if d is None or type(d.get("video_stream")) is not VideoStream \
-                or type(d.get("video_container")) is not OutputContainer:
-            return False
-        renderer = d.get("renderer")
-        if type(renderer) is CairoRenderer:
-            pixels = getattr(vars(renderer).get("camera"), "__dict__", {}).get("pixel_array")
-            if type(pixels) is ndarray and shares(frame, pixels):
-                return False
-        return True
-
-    def encode_and_write_frame(self, frame, num_frames):
-        try:
-            if not (type(num_frames) is int and num_frames > 1 and plain(self, frame)):
-                return orig_encode(self, frame, num_frames)
-            stream, container = self.__dict__["video_stream"], self.__dict__["video_container"]
-            first = from_ndarray(frame, format="rgba")
-            for packet in stream.encode(first):  # manim's first copy, as manim (the encoder reformats a copy of it)
-                container.mux(packet)
-            cc = stream.codec_context
-            width, height, fmt = cc.width, cc.height, cc.format
-            yuv = None if fmt is None else first.reformat(width, height, fmt)
-            probe = None if yuv is None else VideoFrame(width, height, fmt.name)
-            if yuv is None or yuv.format.name != fmt.name or len(yuv.planes) != len(probe.planes) or any(
-                    (a.line_size, a.buffer_size) != (b.line_size, b.buffer_size)
-                    for a, b in zip(yuv.planes, probe.planes)):
-                for _ in range(num_frames - 1):  # manim's loop for the other copies
-                    for packet in stream.encode(from_ndarray(frame, format="rgba")):
-                        container.mux(packet)
-                return None
-            planes = [bytes(p) for p in yuv.planes]
-            name = fmt.name
-            for _ in range(num_frames - 1):
-                copy = VideoFrame(width, height, name)
-                for plane, data in zip(copy.planes, planes):
-                    plane.update(data)
-                for packet in stream.encode(copy):
-                    container.mux(packet)
-            return None
-        except BaseException:
-            _tripped()
-            raise
-
-    return encode_and_write_frame, orig_encode
 
 
 # -- Mobject copies that share a glyph's parsed SVG path ------------------------------------------------------------

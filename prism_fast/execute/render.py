@@ -489,6 +489,7 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
 
 
 _PRESTARTED: list = []  # prefork servers launched ahead of need (prestart_prefork), not yet handed out
+_DISCARD_AT_EXIT = False
 
 
 def _prefork_args(cfg: RenderConfig, preload: tuple[str, ...]) -> tuple:
@@ -513,7 +514,13 @@ def prestart_prefork(cfg: RenderConfig, preload: tuple[str, ...] = ()) -> bool:
         log.info("prefork server not started ahead (%s); it starts when needed", exc)
         _drop(worker)
         return False
+    global _DISCARD_AT_EXIT
     _PRESTARTED.append(worker)
+    if not _DISCARD_AT_EXIT:  # (a run that ends before its head start: the server and its directory go too)
+        import atexit
+
+        atexit.register(discard_prestarted)
+        _DISCARD_AT_EXIT = True
     return True
 
 

@@ -291,81 +291,6 @@ def test_an_exception_through_a_fast_path_trips_the_wire(tmp_path, fast):
     assert fastpaths.tripped(tmp_path)
 
 
-def _encode(path, frames, encode, threads="1"):
-    """Frames through a SceneFileWriter's ``encode_and_write_frame`` into an x264 stream with manim's settings
-    (one encoder thread unless ``threads`` says otherwise: x264's threaded encode can vary with timing)."""
-    import av
-    from manim.scene.scene_file_writer import SceneFileWriter
-
-    writer = SceneFileWriter.__new__(SceneFileWriter)  # only the two attributes the method reads
-    with av.open(str(path), mode="w") as container:
-        stream = container.add_stream("libx264", rate=15, options={"an": "1", "crf": "23", "threads": threads})
-        stream.pix_fmt, stream.width, stream.height = "yuv420p", 854, 480
-        writer.video_stream, writer.video_container = stream, container
-        for frame, n in frames:
-            encode(writer, frame, n)
-        for packet in stream.encode(None):
-            container.mux(packet)
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _held_frames():
-    rng = np.random.default_rng(7)
-    out = []
-    for k, n in enumerate((1, 12, 1, 1, 30, 2, 5)):
-        frame = np.zeros((480, 854, 4), np.uint8)
-        frame[..., 3] = 255
-        frame[40 + 20 * k:400, 60:800, :3] = rng.integers(0, 256, (360 - 20 * k, 740, 3), dtype=np.uint8)
-        out.append((frame, n))
-    return out
-
-
-def test_a_held_frame_encodes_to_the_same_stream(tmp_path, fast):
-    """A frame written n > 1 times (a static wait): converted to YUV once, the same bytes out of x264."""
-    from manim.scene.scene_file_writer import SceneFileWriter
-
-    assert SceneFileWriter.encode_and_write_frame is not fast["encode_and_write_frame"]
-    frames = _held_frames()
-    plain = _encode(tmp_path / "plain.mp4", frames, fast["encode_and_write_frame"])
-    assert _encode(tmp_path / "fast.mp4", frames, SceneFileWriter.encode_and_write_frame) == plain
-    with av_open(tmp_path / "fast.mp4") as container:
-        assert sum(1 for _ in container.decode(video=0)) == sum(n for _, n in frames)
-
-
-def av_open(path):
-    import av
-
-    return av.open(str(path))
-
-
-def test_a_held_frame_takes_manims_loop_where_a_script_rebound_its_names(tmp_path, fast):
-    """manim's module-level ``av`` replaced (a script's wrapper): every copy goes through it, as in manim."""
-    import av
-    import types
-
-    from manim.scene import scene_file_writer as sfw
-    from manim.scene.scene_file_writer import SceneFileWriter
-
-    calls = []
-
-    class Counting:
-        @staticmethod
-        def from_ndarray(array, format):
-            calls.append(format)
-            return av.VideoFrame.from_ndarray(array, format=format)
-
-    proxy = types.SimpleNamespace(VideoFrame=Counting)
-    frames = _held_frames()[:2]
-    plain = _encode(tmp_path / "plain.mp4", frames, fast["encode_and_write_frame"])
-    saved = sfw.av
-    try:
-        sfw.av = proxy
-        assert _encode(tmp_path / "fast.mp4", frames, SceneFileWriter.encode_and_write_frame) == plain
-    finally:
-        sfw.av = saved
-    assert len(calls) == sum(n for _, n in frames)
-
-
 # ---- real renders and audits, both ways ------------------------------------------------------------------
 
 SHAPES = textwrap.dedent("""
@@ -396,20 +321,6 @@ SPACE = textwrap.dedent("""
             self.add(ThreeDAxes(), cube)
             self.play(Rotate(cube, PI / 3), run_time=0.5)
             self.move_camera(theta=60 * DEGREES, run_time=0.5)
-""").lstrip()
-
-# static waits: frames the writer encodes several times (the held-frame encoder path)
-WAITS = textwrap.dedent("""
-    from manim import *
-
-    class Waits(Scene):
-        def construct(self):
-            self.add(Text("held", font_size=36).to_edge(UP))
-            c = Circle(fill_opacity=0.5)
-            self.play(Create(c), run_time=0.4)
-            self.wait(0.7)
-            self.play(c.animate.shift(RIGHT).set_color(RED), run_time=0.3)
-            self.wait(1.2)
 """).lstrip()
 
 # uncaught, through VMobject.get_points_defining_boundary (a family the original refuses), between two plays
@@ -501,8 +412,8 @@ def renders(tmp_path_factory):
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
     out = {}
     try:
-        for sid, script in (("shapes", SHAPES), ("space", SPACE), ("waits", WAITS), ("raises", RAISES),
-                            ("caught", CAUGHT), ("stack", STACK), ("unlinks", UNLINKS)):
+        for sid, script in (("shapes", SHAPES), ("space", SPACE), ("raises", RAISES), ("caught", CAUGHT),
+                            ("stack", STACK), ("unlinks", UNLINKS)):
             for fast in (True, False):
                 row = onepass.render_with_onepass(sid, script, base / f"{sid}-{fast}",
                                                   replace(cfg, fast_paths=fast), REFERENCE, None, worker.run,
@@ -526,7 +437,7 @@ COMPARED = ("success", "status", "error", "error_kind", "error_detail", "exit_st
             "stderr_bytes", "scene_class", "onepass", "onepass_reasons")
 
 
-@pytest.mark.parametrize("sid", ["shapes", "space", "waits"])
+@pytest.mark.parametrize("sid", ["shapes", "space"])
 def test_renders_are_identical_both_ways(renders, sid):
     fast, plain = renders[sid, True], renders[sid, False]
     assert fast["fast_paths"] == "on" and plain["fast_paths"] == "off"
