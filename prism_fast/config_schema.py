@@ -84,7 +84,7 @@ class ExecuteSchema:
     prefork: bool = MISSING
     play_hashing: bool = MISSING
     fast_paths: bool = True  # exact fast paths of manim helpers in the render child (execute/fastpaths.py)
-    share_glyph_paths: bool = False  # with them: render copies share glyphs' parsed SVG paths (opt-in)
+    share_glyph_paths: bool = True  # with them: render copies share glyphs' parsed SVG paths (guarded)
     # record every written frame's text boxes (execute/textboxes.py, PADVC's scene masks): null = only where the
     # PADVC stage reads them (pipeline/options.py wants_text_boxes: the `scene` OCR backend or OCR reuse `text`)
     text_boxes: Optional[bool] = None

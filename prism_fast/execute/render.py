@@ -111,8 +111,9 @@ class RenderConfig:
     fast_paths: bool = True
     # With the fast paths: copies of Tex/Text glyphs share their parsed SVG path (fastpaths.install_copier) where
     # the script cannot reach it (the caller's decision per script) and a guard trips the wire at any other access.
-    # Off by default until an adversarial review comes back clean (docs/design.md "Glyph paths shared by copies").
-    share_glyph_paths: bool = False
+    # On by default since the sixth review: what is left lets a script see the sharing, not change another row or
+    # a script that does not look for it (docs/design.md "Glyph paths shared by copies").
+    share_glyph_paths: bool = True
     # Sandbox level (sandbox.py/jail.py): "auto" = namespaces as root, bubblewrap without root, refused where
     # neither works; "unsafe" = run without the view (explicit opt-in; rows record `sandbox: unsafe`).
     sandbox: str = "auto"

@@ -565,7 +565,7 @@ def test_a_separate_audit_that_reaches_a_shared_path_runs_again_without_sharing(
 
 @pytest.mark.parametrize("switch", [False, True])
 def test_renders_share_only_with_the_switch_and_an_eligible_script(monkeypatch, tmp_path, switch):
-    """``execute.share_glyph_paths`` (default off) and the script's text decide; the decision reaches render_one."""
+    """``execute.share_glyph_paths`` (default on) and the script's text decide; the decision reaches render_one."""
     from prism_fast.audit import onepass
     from prism_fast.audit.config import AuditConfig
     from prism_fast.execute.render import RenderConfig
@@ -574,7 +574,7 @@ def test_renders_share_only_with_the_switch_and_an_eligible_script(monkeypatch, 
     asked = []
     monkeypatch.setattr(onepass, "render_one", lambda *a, **k: asked.append(k.get("share_svg_paths")) or
                         {"success": False, "manim_executions": 0})
-    assert RenderConfig().share_glyph_paths is False
+    assert RenderConfig().share_glyph_paths is True
     cfg = RenderConfig(share_glyph_paths=switch)
     for script in (TEXY, "import copy\n" + TEXY.replace("eq.copy()", "copy.deepcopy(eq)")):
         onepass.render_with_onepass("s", script, tmp_path, cfg, REFERENCE, None, None, AuditConfig().to_dict())
