@@ -215,6 +215,8 @@ def _prestart_head_server(opts: EvalOptions) -> bool:
 
 
 def run_eval(opts: EvalOptions) -> dict:
+    _prestart_head_server(opts)  # first: its manim import overlaps ours of Ray (any server not taken is closed below,
+    # or by the driver's end)
     from prism_fast.execute.stage import generation_report
     from prism_fast.pipeline.eval_stages import STAGES
     from prism_fast.pipeline.lifecycle import record_invocation
@@ -227,7 +229,6 @@ def run_eval(opts: EvalOptions) -> dict:
     run_dir = opts.run_dir = Path(opts.run_dir).absolute()
     store = ResultsStore(run_dir)
     timings: dict[str, float] = {}
-    _prestart_head_server(opts)  # (any server not taken is closed below, or by the driver's end)
 
     t0 = time.perf_counter()
     tasks = select_run_tasks(opts, run_dir)
