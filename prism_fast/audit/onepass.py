@@ -22,6 +22,7 @@ one-pass render whose printed error could differ from the plain render's is rend
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from dataclasses import replace
@@ -34,6 +35,7 @@ from prism_fast.audit.onepass_rules import UNHOOKED_ONLY
 from prism_fast.audit.onepass_store import (cache_shared_audit, load_shared_audit, store_separate_audit,
                                             store_shared_audit)
 from prism_fast.audit.tamper import static_evidence
+from prism_fast.execute import texcache
 from prism_fast.execute.cache import RenderCache
 from prism_fast.execute.observers import Observer
 from prism_fast.execute.render import backend_name, executed, render_one
@@ -233,20 +235,22 @@ def render_and_hand_off(sample_id: str, script: str, out_dir, cfg, profile, runn
     right here (no stage barrier around the few separate audits; a failure there costs nothing but the early
     row: the audit stage audits the sample itself). Returns the exec row with ``onepass``, ``onepass_reasons``
     (JSON text, as the store keeps it) and ``manim_executions``."""
-    if audit_cfg is None:  # audit.one_pass=off (or no audit): the old two-execution behaviour
-        row = render_one(sample_id, script, out_dir, cfg, profile, runner=runner)
-        row.update(onepass="off", onepass_reasons=["one_pass:off"],
-                   manim_executions=row.get("manim_executions") or int(executed(row)))
-    else:
-        row = render_with_onepass(sample_id, script, out_dir, cfg, profile, None, runner, audit_cfg)
-    shared = row.pop("_onepass_audit", None)
-    if shared is not None:  # the audit stage picks this row up instead of executing the script again
-        store_shared_audit(sample_id, script, shared, audit_dir, audit_cfg)
-    elif separate_audit is not None:  # not shared: the separate audit, now, in the caller's process
-        try:
-            store_separate_audit(sample_id, script, separate_audit(sample_id, script), audit_dir, audit_cfg)
-        except Exception:  # noqa: BLE001 - never costs the exec row: the audit stage audits it instead
-            log.warning("early audit of %s failed; left to the audit stage", sample_id, exc_info=True)
+    # a separate audit right after the render takes the render's TeX compiles along (execute/texcache.py own_svgs)
+    with (texcache.own_svgs() if separate_audit is not None and cfg.tex_cache_dir else contextlib.nullcontext()):
+        if audit_cfg is None:  # audit.one_pass=off (or no audit): the old two-execution behaviour
+            row = render_one(sample_id, script, out_dir, cfg, profile, runner=runner)
+            row.update(onepass="off", onepass_reasons=["one_pass:off"],
+                       manim_executions=row.get("manim_executions") or int(executed(row)))
+        else:
+            row = render_with_onepass(sample_id, script, out_dir, cfg, profile, None, runner, audit_cfg)
+        shared = row.pop("_onepass_audit", None)
+        if shared is not None:  # the audit stage picks this row up instead of executing the script again
+            store_shared_audit(sample_id, script, shared, audit_dir, audit_cfg)
+        elif separate_audit is not None:  # not shared: the separate audit, now, in the caller's process
+            try:
+                store_separate_audit(sample_id, script, separate_audit(sample_id, script), audit_dir, audit_cfg)
+            except Exception:  # noqa: BLE001 - never costs the exec row: the audit stage audits it instead
+                log.warning("early audit of %s failed; left to the audit stage", sample_id, exc_info=True)
     if isinstance(row.get("onepass_reasons"), list):
         row["onepass_reasons"] = json.dumps(row["onepass_reasons"])
     return row

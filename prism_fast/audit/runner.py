@@ -95,6 +95,9 @@ def tex_cache_env(cfg: AuditConfig, scratch: Path, tex_cache_dir: str | None,
     inside = VIEW_INSIDE if sandbox.effective_level(cfg.sandbox) in ("namespaces", "bwrap") else str(view)
     env, state = texcache.sample_env(view, inside, scratch / texcache.LOG_NAME, tex_format,
                                      protected=sandbox.read_only_for_script(cfg.sandbox), deferred=tex_format_deferred)
+    own = texcache.own_dir_for_audit(scratch)  # its own render's compiles, when it follows that render (hand-off)
+    if own is not None:
+        env[texcache.ENV_OWN] = str(own)
     return env, view, state
 
 
@@ -189,11 +192,13 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         retry = fast and fastpaths.tripped(scratch, rc)
         if not retry:
             _copy_out(scratch, audit_dir, cfg)
-        fmt_compiles = fmt_fallbacks = 0
+        fmt_compiles = fmt_fallbacks = own_hits = 0
         if tex_env:
-            from prism_fast.execute.texcache import LOG_NAME, declined_reasons, format_compiles, format_fallbacks
+            from prism_fast.execute.texcache import (LOG_NAME, declined_reasons, format_compiles, format_fallbacks,
+                                                     own_hit_count)
 
             fmt_compiles = format_compiles(scratch / LOG_NAME)
+            own_hits = own_hit_count(scratch / LOG_NAME)
             fmt_fallbacks = format_fallbacks(scratch / LOG_NAME)
             if fmt_fallbacks:  # never silent (the report is manim's own either way)
                 _log.warning("audit %s: %d TeX compile(s) could not use the LaTeX format; manim compiled them "
@@ -230,7 +235,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
                sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
-               tex_format_compiles=fmt_compiles, tex_format_fallbacks=fmt_fallbacks,
+               tex_format_compiles=fmt_compiles, tex_format_fallbacks=fmt_fallbacks, tex_own_hits=own_hits,
                tex_cache_reasons=json.dumps(tex_gate) if tex_gate else None,
                fast_paths="declined" if declined else meta.get("fast_paths", "off"))
     if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's

@@ -478,6 +478,12 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
         return
     row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published,
                tex_format_compiles=stats.format_compiles, tex_format_fallbacks=stats.format_fallbacks)
+    sink = texcache.own_sink()
+    if sink is not None:  # this sample's separate audit follows (audit/onepass.py hand-off): its compiles go along
+        try:
+            texcache.collect_own(work / texcache.LOG_NAME, work / "media" / "Tex", sink)
+        except OSError as exc:  # the audit then compiles them itself
+            log.warning("tex cache: %s's compiles not kept for its audit: %s", row["id"], exc)
     if stats.format_fallbacks:  # never silent: the result is manim's own, but the format's speed-up was lost
         log.warning("render %s: %d TeX compile(s) could not use the LaTeX format; manim compiled them itself "
                     "(row: tex_format_fallbacks)", row["id"], stats.format_fallbacks)

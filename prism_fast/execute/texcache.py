@@ -92,6 +92,10 @@ ENV_CACHE = "PRISM_FAST_TEX_CACHE"  # the verified view of the cache (read-only 
 ENV_LOG = "PRISM_FAST_TEX_LOG"  # the compile log the wrapper appends to (in the sample's own directory)
 LOG_NAME = ".prism_fast_tex_log.jsonl"
 ENV_FORMAT = "PRISM_FAST_TEX_FORMAT"  # the view's LaTeX format to compile from, as the sample sees it (texformat.py)
+ENV_OWN = "PRISM_FAST_TEX_OWN"  # a separate audit's copy of its own sample's render compiles (:func:`own_svgs`)
+OWN_MANIFEST = "own.txt"  # in an own directory: "<key> <sha256>" per line, written by the trusted parent
+MAX_OWN_FILES = 256
+MAX_OWN_BYTES = 64 * 1024 * 1024
 VIEW_INSIDE = "/prism_fast_tex_cache"  # where a sandboxed script sees its view of the cache (read-only)
 
 # compiler -> the output formats manim 0.19.0 knows for it (TexTemplate.tex_compiler / output_format)
@@ -482,8 +486,10 @@ class _ProcessState:
         return None
 
 
-def install(cache_dir: str, log_path: str, format_path: str | None = None) -> None:
-    """Wrap manim's ``tex_to_svg_file`` in this (forked, sandboxed) process. Call before manim's CLI runs."""
+def install(cache_dir: str, log_path: str, format_path: str | None = None, own_dir: str | None = None) -> None:
+    """Wrap manim's ``tex_to_svg_file`` in this (forked, sandboxed) process. Call before manim's CLI runs.
+    ``own_dir``: the SVGs this sample's own render compiled (a separate audit's, :func:`own_svgs`), served like
+    verified entries where the view has none."""
     import manim
     import manim.mobject.text.tex_mobject as tex_mobject
     import manim.utils.tex_file_writing as tfw
@@ -500,6 +506,12 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
         parts = line.split()
         if len(parts) == 2:
             verified[parts[0]] = parts[1]
+    own: dict[str, str] = {}  # the same for the sample's own render's compiles (own.txt, also read before the script)
+    data = (_read_regular(Path(own_dir) / OWN_MANIFEST, MAX_MANIFEST_BYTES) or b"") if own_dir else b""
+    for line in data.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        if len(parts) == 2 and _KEY_HEX.match(parts[0]):
+            own[parts[0]] = parts[1]
 
     def _log(event: dict) -> None:
         try:
@@ -545,15 +557,17 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None) -> No
             source = None  # its SVG may depend on more than its text: neither the cache nor the format
         if source is not None and compiler in COMPILERS and fmt in FORMATS:
             key = entry_key(source, compiler, fmt)
-            expected = verified.get(key)
-            cached = _read_regular(entry_path(cache_dir, key), MAX_SVG_BYTES) if expected else None
+            expected, where, event = verified.get(key), entry_path(cache_dir, key), "hit"
+            if expected is None and key in own:  # this sample's own render compiled it (a separate audit)
+                expected, where, event = own[key], Path(own_dir) / f"{key}.svg", "own_hit"
+            cached = _read_regular(where, MAX_SVG_BYTES) if expected else None
             if cached is not None and hashlib.sha256(cached).hexdigest() != expected:
                 _log({"event": "bad_entry", "key": key})  # edited after the parent verified it: never served
                 cached = None
             if cached is not None:
                 svg_file.write_bytes(cached)
                 tfw.delete_nonsvg_files()  # what manim does after a compile (no_latex_cleanup is False here)
-                _log({"event": "hit", "key": key, "sha256": expected})
+                _log({"event": event, "key": key, "sha256": expected})
                 return svg_file
         if formats and compiler == "latex" and fmt == ".dvi" and source is not None:
             # (only for a cacheable source: expl3 keeps the format's dump name in `\g_file_curr_name_str`, which a
@@ -636,8 +650,9 @@ def install_from_env() -> None:
     cache_dir = os.environ.pop(ENV_CACHE, None)
     log_path = os.environ.pop(ENV_LOG, None)
     format_path = os.environ.pop(ENV_FORMAT, None)
+    own_dir = os.environ.pop(ENV_OWN, None)
     if cache_dir and log_path:
-        install(cache_dir, log_path, format_path)
+        install(cache_dir, log_path, format_path, own_dir)
 
 
 def sample_env(view: Path, seen_as: str, log_path: Path, tex_format: bool,
@@ -697,6 +712,11 @@ def format_compiles(log_path: Path) -> int:
 def format_fallbacks(log_path: Path) -> int:
     """Compiles the sample's log says the format could not make (manim then compiled them itself)."""
     return _count_events(log_path).get("format_fallback", 0)
+
+
+def own_hit_count(log_path: Path) -> int:
+    """SVGs a separate audit's log says it took from its own render's compiles (:func:`own_svgs`)."""
+    return _count_events(log_path).get("own_hit", 0)
 
 
 def count_hits(log_path: Path) -> tuple[int, int]:
@@ -793,10 +813,12 @@ def _key_for(root: Path, integrity_key: bytes | None) -> bytes:
         integrity.default_key_dir(root))
 
 
-def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestStats, ikey: bytes,
-                failures: integrity.FailureLog) -> list[tuple[str, bytes, bytes, str, str]]:
+def _compiled(log_path: Path, tex_dir: Path, stats: HarvestStats):
+    """The sample's logged compiles (``miss`` events) whose ``.tex`` file is manim's (named by the hash of its
+    content) and cacheable, with its SVG as the sample left it: (key, source, svg, compiler, format), each key once.
+    All of it is the sample's word; the caller decides what it may stand for."""
     data = _read_regular(log_path, MAX_LOG_BYTES) or b""
-    out, keys = [], set()
+    keys = set()
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             ev = json.loads(line)
@@ -828,6 +850,13 @@ def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestSt
         if key in keys:
             continue
         keys.add(key)
+        yield key, source, svg, compiler, fmt
+
+
+def _candidates(log_path: Path, tex_dir: Path, cache_dir: Path, stats: HarvestStats, ikey: bytes,
+                failures: integrity.FailureLog) -> list[tuple[str, bytes, bytes, str, str]]:
+    out = []
+    for key, source, svg, compiler, fmt in _compiled(log_path, tex_dir, stats):
         if entry_path(cache_dir, key).exists() or tag_path(cache_dir, key).exists():
             good, why = verify_entry(cache_dir, key, ikey)
             if good is not None:
@@ -899,6 +928,83 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return stats
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A sample's own compiles, from its render to its separate audit (trusted parent)
+#
+# A sample whose render could not audit itself is audited right after it, in the same process (one-pass hand-off,
+# audit/onepass.py). Its audit would compile again every formula its render compiled -- a second sighting that
+# the shared cache serves only after a trusted re-compile of a third. Within :func:`own_svgs`, the render's harvest
+# copies the SVGs the render compiled (its log's ``miss`` events, with the checks of :func:`_compiled`) into a
+# private directory, and the audit hands them to its child, which serves one where manim would compile that very
+# source and the gate passes, exactly as a verified hit (same path, same clean-up, event ``own_hit``). They are the
+# sample's own output, unverified: they reach no other sample (the directory lives for this one hand-off) and give
+# the script nothing it cannot do in its audit anyway (a script can leave any SVG under manim's name in its own Tex
+# directory, where manim takes it, ours and the authors'). For a script that does not rewrite its own compiled SVGs,
+# the audit's mobjects are those of its own compile: same source, same gate, same compile path.
+
+_OWN_SINK: list[Path] = []  # the innermost own_svgs() directory of this process
+
+
+class own_svgs:
+    """``with own_svgs():`` -- renders harvested inside copy their compiles into a fresh private directory, and
+    separate audits inside serve them (:func:`own_dir_for_audit`); the directory is removed at the end."""
+
+    def __init__(self, base: str | os.PathLike | None = None):
+        self.base = Path(base) if base is not None else Path(tempfile.gettempdir()) / "prism_fast_render"
+        self.path: Path | None = None
+
+    def __enter__(self) -> Path:
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix="tex_own_", dir=str(self.base)))  # 0700, this process's
+        _OWN_SINK.append(self.path)
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        if _OWN_SINK and _OWN_SINK[-1] == self.path:
+            _OWN_SINK.pop()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def own_sink() -> Path | None:
+    return _OWN_SINK[-1] if _OWN_SINK else None
+
+
+def collect_own(log_path: Path, tex_dir: Path, dest: Path) -> int:
+    """Copy the compiles the sample's log reports (:func:`_compiled`) from its ``tex_dir`` into ``dest`` (after the
+    sample's process is gone), with their sha256 in ``dest/own.txt``; returns how many. Bounded in files and bytes.
+    """
+    stats = HarvestStats()
+    have = {line.split()[0] for line in (_read_regular(dest / OWN_MANIFEST, MAX_MANIFEST_BYTES) or b"")
+            .decode("ascii", "replace").splitlines() if line.split()}
+    total = sum(f.stat().st_size for f in dest.glob("*.svg"))
+    lines, n = [], 0
+    for key, _source, svg, _compiler, _fmt in _compiled(log_path, tex_dir, stats):
+        if key in have:
+            continue
+        if len(have) >= MAX_OWN_FILES or total + len(svg) > MAX_OWN_BYTES:
+            break
+        (dest / f"{key}.svg").write_bytes(svg)  # (a private directory of this process: no reader before the audit)
+        lines.append(f"{key} {hashlib.sha256(svg).hexdigest()}\n")
+        have.add(key)
+        total += len(svg)
+        n += 1
+    if lines:
+        with open(dest / OWN_MANIFEST, "a", encoding="ascii") as f:
+            f.write("".join(lines))
+    return n
+
+
+def own_dir_for_audit(scratch: Path) -> Path | None:
+    """Within :func:`own_svgs`: a copy of its directory inside the audit's ``scratch`` (the child reads it before the
+    script runs, and serves an SVG only if its bytes still hash to the recorded sha256), else None."""
+    src = own_sink()
+    if src is None or not (src / OWN_MANIFEST).exists():
+        return None
+    dest = scratch / ".tmp" / "tex_own"
+    shutil.copytree(src, dest, dirs_exist_ok=True)
+    return dest
 
 
 def _keep_rejected(cache_dir: Path, key: str, source: bytes, sample_svg: bytes, trusted_svg: bytes | None,

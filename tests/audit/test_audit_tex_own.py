@@ -1,0 +1,125 @@
+"""A separate audit right after its render takes that render's own TeX compiles along (execute/texcache.py
+``own_svgs``; the one-pass hand-off, audit/onepass.py ``render_and_hand_off``): the report and the audit fields equal
+those of the same audit without them, the compiles it took are counted (``tex_own_hits``), nothing is left behind,
+and a sample audited outside the hand-off -- or another sample -- never sees them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from prism_fast.audit.config import AuditConfig
+from prism_fast.audit.runner import audit_one
+from prism_fast.execute import texcache, texformat
+from prism_fast.profile import REFERENCE
+
+# always_redraw: audited separately (its labels at 60 fps are not the render's 15); three static formulas and one
+# label value per frame, most of them the render's own too
+SWEEP = textwrap.dedent('''
+    from manim import *
+
+    class Sweep(Scene):
+        def construct(self):
+            k = ValueTracker(1)
+            label = always_redraw(lambda: MathTex(r"k = " + f"{k.get_value():.1f}").to_corner(UL))
+            box = Square(side_length=2)
+            eq = MathTex(r"\\int_0^k x\\,dx", r"= \\frac{k^2}{2}").next_to(box, DOWN)
+            self.add(label, box, eq)
+            self.play(k.animate.set_value(1.4), run_time=0.4)
+            self.play(Write(MathTex(r"\\sqrt{2}").move_to(box)), run_time=0.2)
+            self.wait(0.2)
+    ''')
+
+# another sample, audited separately in the same process after the first hand-off: its own compiles only
+OTHER = SWEEP.replace('r"k = "', 'r"j = "').replace("sqrt{2}", "sqrt{3}")
+
+FIELDS = ("audit_success", "segment_count", "visual_structure_rate", "visual_structure_pass", "visual_issue_total",
+          "visual_issue_breakdown", "error_msg", "status", "scene_errors", "tex_format", "tex_cache_reasons",
+          "fast_paths")
+
+
+def _report(base: Path, sid: str) -> bytes:
+    return (base / "audits" / sid / "audit_report.json").read_bytes()
+
+
+@pytest.mark.slow
+def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alone(tmp_path):
+    from prism_fast.audit import onepass
+    from prism_fast.audit.onepass import render_and_hand_off
+    from prism_fast.execute.render import RenderConfig, prefork_worker
+    from prism_fast.pipeline.actors import _Auditor
+
+    cache = str(tmp_path / "texcache")
+    cfg = RenderConfig(tex_cache_dir=cache)
+    acfg = AuditConfig()
+    auditor = _Auditor(acfg, REFERENCE, str(tmp_path / "handoff"), None, cache, True)
+    audited: dict[str, dict] = {}
+
+    def separate(sid, script):
+        audited[sid] = auditor.audit(sid, script)
+        return audited[sid]
+
+    own_base = Path(tempfile.gettempdir()) / "prism_fast_render"
+    before = set(own_base.glob("tex_own_*"))
+    worker = prefork_worker(cfg, preload=onepass.PRELOAD)
+    try:
+        rows = {sid: render_and_hand_off(sid, script, tmp_path / "videos", cfg, REFERENCE, worker.run,
+                                         acfg.to_dict(), str(tmp_path / "handoff"), separate)
+                for sid, script in (("sweep", SWEEP), ("other", OTHER))}
+    finally:
+        worker.close()
+    assert texcache.own_sink() is None  # (the hand-off's directory is gone with it)
+    assert not list(Path(tmp_path / "handoff").rglob("tex_own*")), "nothing of the own SVGs is left in the run"
+    for sid, script in (("sweep", SWEEP), ("other", OTHER)):
+        assert rows[sid]["success"] and rows[sid]["onepass"] == "ineligible", rows[sid]
+        # the same audit alone, with the same TeX cache and format (what the audit stage would run)
+        alone = audit_one(sid, script, tmp_path / "alone", acfg, tex_cache_dir=cache, tex_format=True)
+        got = audited[sid]
+        assert _report(tmp_path / "handoff", sid) == _report(tmp_path / "alone", sid), sid
+        assert {f: got.get(f) for f in FIELDS} == {f: alone.get(f) for f in FIELDS}, sid
+        assert got["audit_success"] == 1 and got["segment_count"] >= 1, got
+        # it took the render's compiles (three static formulas, labels at frames both stepped through) instead of
+        # compiling them; the audit alone took none (it compiles the labels the 60 fps stepping adds in both cases)
+        assert got["tex_own_hits"] >= 4 and alone["tex_own_hits"] == 0, (got["tex_own_hits"], alone["tex_own_hits"])
+        assert got["tex_format_compiles"] + got["tex_own_hits"] >= alone["tex_format_compiles"], (got, alone)
+        assert got["tex_format_compiles"] < alone["tex_format_compiles"]
+    # each hand-off had a directory of its own, removed at its end (the second sample's shared formulas came from the
+    # verified cache, published when its render compiled them a second time; its labels from its own render)
+    assert not (set(own_base.glob("tex_own_*")) - before)
+
+
+def test_own_svgs_keep_only_what_the_log_names_under_manims_own_names(tmp_path):
+    """``collect_own`` takes a logged compile only where the ``.tex`` file is named by the hash of its content and
+    the source is cacheable; the child serves an own SVG only if its bytes still hash to the recorded sha256."""
+    tex_dir = tmp_path / "media" / "Tex"
+    tex_dir.mkdir(parents=True)
+    source = (texformat.DEFAULT_PREAMBLE + r"\begin{document}" "\n" r"\begin{align*}" "\nx^2\n" r"\end{align*}"
+              "\n" r"\end{document}").encode()  # what manim writes for MathTex("x^2")
+    name = texcache.manim_tex_hash(source.decode()) + ".tex"
+    (tex_dir / name).write_bytes(source)
+    (tex_dir / name).with_suffix(".svg").write_bytes(b"<svg/>")
+    bad = "0123456789abcdef.tex"  # a name that is not the hash of its content
+    (tex_dir / bad).write_bytes(source)
+    (tex_dir / bad).with_suffix(".svg").write_bytes(b"<svg>forged</svg>")
+    log_path = tmp_path / texcache.LOG_NAME
+    log_path.write_text("".join(json.dumps({"event": "miss", "tex": n, "compiler": "latex", "format": ".dvi"}) + "\n"
+                                for n in (name, bad, name)), encoding="utf-8")
+    with texcache.own_svgs(tmp_path / "tmp") as own:
+        assert texcache.own_sink() == own
+        n = texcache.collect_own(log_path, tex_dir, own)
+        key = texcache.entry_key(source, "latex", ".dvi")
+        assert texcache.cacheable(source) and n == 1
+        assert sorted(p.name for p in own.iterdir()) == sorted([f"{key}.svg", texcache.OWN_MANIFEST])
+        assert (own / texcache.OWN_MANIFEST).read_text().split() == [key, hashlib.sha256(
+            b"<svg/>").hexdigest()]
+        assert texcache.collect_own(log_path, tex_dir, own) == 0  # each key once
+        scratch = tmp_path / "scratch"
+        copied = texcache.own_dir_for_audit(scratch)
+        assert copied is not None and (copied / f"{key}.svg").read_bytes() == b"<svg/>"
+    assert not own.exists() and texcache.own_sink() is None
+    assert texcache.own_dir_for_audit(tmp_path / "scratch2") is None  # outside a hand-off: nothing
