@@ -969,6 +969,28 @@ def _sweep_scratch(parent: str) -> None:
         owner_file.unlink(missing_ok=True)
 
 
+class owned_dir:
+    """``with owned_dir(parent, prefix) as path``: a fresh private (0700) directory of this process, with the owner
+    file of a scratch directory, so that the next scratch or owned directory made under ``parent`` after this
+    process died (SIGKILL: no clean-up ran) removes it. Removed on exit."""
+
+    def __init__(self, parent: str | os.PathLike, prefix: str):
+        self.parent, self.prefix = Path(parent), prefix
+        self.path: Path | None = None
+
+    def __enter__(self) -> Path:
+        self.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_scratch(str(self.parent))
+        self.path = Path(tempfile.mkdtemp(prefix=self.prefix, dir=str(self.parent)))
+        _owner_file(self.path).write_text(str(os.getpid()))
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            _owner_file(self.path).unlink(missing_ok=True)
+
+
 class scratch_dir:
     """``with scratch_dir(parent, prefix, size_mb) as path``: a fresh directory for one sample.
 

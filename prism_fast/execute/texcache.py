@@ -77,6 +77,7 @@ import socket
 import stat
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -506,12 +507,9 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None, own_d
         parts = line.split()
         if len(parts) == 2:
             verified[parts[0]] = parts[1]
-    own: dict[str, str] = {}  # the same for the sample's own render's compiles (own.txt, also read before the script)
-    data = (_read_regular(Path(own_dir) / OWN_MANIFEST, MAX_MANIFEST_BYTES) or b"") if own_dir else b""
-    for line in data.decode("ascii", "replace").splitlines():
-        parts = line.split()
-        if len(parts) == 2 and _KEY_HEX.match(parts[0]):
-            own[parts[0]] = parts[1]
+    # the sample's own render's compiles (a separate audit's), read now and their directory removed: the script
+    # never finds them (red team: a script that looked for them could tell this audit from one without them)
+    own = _load_own(Path(own_dir)) if own_dir else {}
 
     def _log(event: dict) -> None:
         try:
@@ -557,13 +555,14 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None, own_d
             source = None  # its SVG may depend on more than its text: neither the cache nor the format
         if source is not None and compiler in COMPILERS and fmt in FORMATS:
             key = entry_key(source, compiler, fmt)
-            expected, where, event = verified.get(key), entry_path(cache_dir, key), "hit"
-            if expected is None and key in own:  # this sample's own render compiled it (a separate audit)
-                expected, where, event = own[key], Path(own_dir) / f"{key}.svg", "own_hit"
-            cached = _read_regular(where, MAX_SVG_BYTES) if expected else None
+            expected, event = verified.get(key), "hit"
+            cached = _read_regular(entry_path(cache_dir, key), MAX_SVG_BYTES) if expected else None
             if cached is not None and hashlib.sha256(cached).hexdigest() != expected:
                 _log({"event": "bad_entry", "key": key})  # edited after the parent verified it: never served
                 cached = None
+            if expected is None and key in own:  # not in the view: this sample's own render compiled it
+                cached, event = own[key], "own_hit"
+                expected = hashlib.sha256(cached).hexdigest()
             if cached is not None:
                 svg_file.write_bytes(cached)
                 tfw.delete_nonsvg_files()  # what manim does after a compile (no_latex_cleanup is False here)
@@ -590,6 +589,25 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None, own_d
     global _STARTED
     # what an untouched compile path looks like (again at arm(): the script's start)
     _STARTED = _ProcessState.now(tfw, os.path.basename(log_path))
+
+
+def _load_own(own_dir: Path) -> dict[str, bytes]:
+    """The own SVGs the parent left in ``own_dir`` (:func:`own_dir_for_audit`): those whose bytes hash to the
+    manifest's sha256, at most :data:`MAX_OWN_FILES` / :data:`MAX_OWN_BYTES`; the directory is then removed."""
+    out: dict[str, bytes] = {}
+    total = 0
+    data = _read_regular(own_dir / OWN_MANIFEST, MAX_MANIFEST_BYTES) or b""
+    for line in data.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        if len(parts) != 2 or not _KEY_HEX.match(parts[0]) or parts[0] in out or len(out) >= MAX_OWN_FILES:
+            continue
+        svg = _read_regular(own_dir / f"{parts[0]}.svg", MAX_SVG_BYTES)
+        if svg is None or total + len(svg) > MAX_OWN_BYTES or hashlib.sha256(svg).hexdigest() != parts[1]:
+            continue
+        out[parts[0]] = svg
+        total += len(svg)
+    shutil.rmtree(own_dir, ignore_errors=True)
+    return out
 
 
 def _format_compile(tex_file: Path, source: bytes | None, output_format: str, tex_dir: Path,
@@ -816,7 +834,14 @@ def _key_for(root: Path, integrity_key: bytes | None) -> bytes:
 def _compiled(log_path: Path, tex_dir: Path, stats: HarvestStats):
     """The sample's logged compiles (``miss`` events) whose ``.tex`` file is manim's (named by the hash of its
     content) and cacheable, with its SVG as the sample left it: (key, source, svg, compiler, format), each key once.
-    All of it is the sample's word; the caller decides what it may stand for."""
+    All of it is the sample's word; the caller decides what it may stand for. ``tex_dir`` is ``<work>/media/Tex``:
+    a ``media`` or ``Tex`` the sample made a symlink is not followed (nothing from outside its own directory)."""
+    try:
+        real = os.path.realpath(tex_dir) == os.path.join(os.path.realpath(tex_dir.parent.parent), "media", "Tex")
+    except OSError:
+        real = False
+    if not real:
+        return
     data = _read_regular(log_path, MAX_LOG_BYTES) or b""
     keys = set()
     for line in data.decode("utf-8", "replace").splitlines():
@@ -944,31 +969,41 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
 # directory, where manim takes it, ours and the authors'). For a script that does not rewrite its own compiled SVGs,
 # the audit's mobjects are those of its own compile: same source, same gate, same compile path.
 
-_OWN_SINK: list[Path] = []  # the innermost own_svgs() directory of this process
+_OWN = threading.local()  # .sinks: the own_svgs() directories of this thread, innermost last
 
 
 class own_svgs:
-    """``with own_svgs():`` -- renders harvested inside copy their compiles into a fresh private directory, and
-    separate audits inside serve them (:func:`own_dir_for_audit`); the directory is removed at the end."""
+    """``with own_svgs():`` -- renders harvested inside, in this thread, copy their compiles into a fresh private
+    directory (``sandbox.owned_dir``: removed at the end, or by the next one made after this process was killed), and
+    separate audits inside serve them (:func:`own_dir_for_audit`)."""
 
     def __init__(self, base: str | os.PathLike | None = None):
         self.base = Path(base) if base is not None else Path(tempfile.gettempdir()) / "prism_fast_render"
-        self.path: Path | None = None
+        self.dir = self.path = None
 
     def __enter__(self) -> Path:
-        self.base.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix="tex_own_", dir=str(self.base)))  # 0700, this process's
-        _OWN_SINK.append(self.path)
+        from prism_fast.execute import sandbox
+
+        self.dir = sandbox.owned_dir(self.base, "tex_own_")
+        self.path = self.dir.__enter__()
+        sinks = getattr(_OWN, "sinks", None)
+        if sinks is None:
+            sinks = _OWN.sinks = []
+        sinks.append(self.path)
         return self.path
 
     def __exit__(self, *exc) -> None:
-        if _OWN_SINK and _OWN_SINK[-1] == self.path:
-            _OWN_SINK.pop()
-        shutil.rmtree(self.path, ignore_errors=True)
+        sinks = getattr(_OWN, "sinks", [])
+        if self.path in sinks:
+            sinks.remove(self.path)
+        if self.dir is not None:
+            self.dir.__exit__(*exc)
 
 
 def own_sink() -> Path | None:
-    return _OWN_SINK[-1] if _OWN_SINK else None
+    """The innermost :class:`own_svgs` directory of this thread, else None."""
+    sinks = getattr(_OWN, "sinks", None)
+    return sinks[-1] if sinks else None
 
 
 def collect_own(log_path: Path, tex_dir: Path, dest: Path) -> int:
@@ -997,8 +1032,8 @@ def collect_own(log_path: Path, tex_dir: Path, dest: Path) -> int:
 
 
 def own_dir_for_audit(scratch: Path) -> Path | None:
-    """Within :func:`own_svgs`: a copy of its directory inside the audit's ``scratch`` (the child reads it before the
-    script runs, and serves an SVG only if its bytes still hash to the recorded sha256), else None."""
+    """Within :func:`own_svgs`: a copy of its directory inside the audit's ``scratch``, else None. The child reads
+    it into memory and removes it before the script runs (:func:`_load_own`)."""
     src = own_sink()
     if src is None or not (src / OWN_MANIFEST).exists():
         return None

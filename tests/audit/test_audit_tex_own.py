@@ -38,6 +38,20 @@ SWEEP = textwrap.dedent('''
 # another sample, audited separately in the same process after the first hand-off: its own compiles only
 OTHER = SWEEP.replace('r"k = "', 'r"j = "').replace("sqrt{2}", "sqrt{3}")
 
+# a script that looks for the own SVGs where the audit child got them (through NumPy, which the TeX cache's gate
+# allows) and, if it finds them, puts a square out of bounds (red team): it must find nothing
+PROBE = SWEEP.replace('r"k = "', 'r"p = "').replace("        self.wait(0.2)\n", """        self.wait(0.2)
+        import numpy as np
+        for where in ("../.tmp/tex_own/own.txt", ".tmp/tex_own/own.txt", "../../.tmp/tex_own/own.txt"):
+            try:
+                found = np.fromfile(where, dtype=np.uint8).size
+            except Exception:
+                continue
+            if found:
+                self.add(Square(side_length=2).move_to(RIGHT * 7))
+                self.wait(0.2)
+""")
+
 FIELDS = ("audit_success", "segment_count", "visual_structure_rate", "visual_structure_pass", "visual_issue_total",
           "visual_issue_breakdown", "error_msg", "status", "scene_errors", "tex_format", "tex_cache_reasons",
           "fast_paths")
@@ -70,12 +84,12 @@ def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alo
     try:
         rows = {sid: render_and_hand_off(sid, script, tmp_path / "videos", cfg, REFERENCE, worker.run,
                                          acfg.to_dict(), str(tmp_path / "handoff"), separate)
-                for sid, script in (("sweep", SWEEP), ("other", OTHER))}
+                for sid, script in (("sweep", SWEEP), ("other", OTHER), ("probe", PROBE))}
     finally:
         worker.close()
     assert texcache.own_sink() is None  # (the hand-off's directory is gone with it)
     assert not list(Path(tmp_path / "handoff").rglob("tex_own*")), "nothing of the own SVGs is left in the run"
-    for sid, script in (("sweep", SWEEP), ("other", OTHER)):
+    for sid, script in (("sweep", SWEEP), ("other", OTHER), ("probe", PROBE)):
         assert rows[sid]["success"] and rows[sid]["onepass"] == "ineligible", rows[sid]
         # the same audit alone, with the same TeX cache and format (what the audit stage would run)
         alone = audit_one(sid, script, tmp_path / "alone", acfg, tex_cache_dir=cache, tex_format=True)
@@ -118,8 +132,21 @@ def test_own_svgs_keep_only_what_the_log_names_under_manims_own_names(tmp_path):
         assert (own / texcache.OWN_MANIFEST).read_text().split() == [key, hashlib.sha256(
             b"<svg/>").hexdigest()]
         assert texcache.collect_own(log_path, tex_dir, own) == 0  # each key once
+        # a sample's `media` that is a symlink (to files that are not its own) is not followed
+        linked = tmp_path / "linked"
+        linked.mkdir()
+        (linked / "media").symlink_to(tmp_path / "media")
+        with texcache.own_svgs(tmp_path / "tmp") as own2:
+            assert texcache.collect_own(log_path, linked / "media" / "Tex", own2) == 0
         scratch = tmp_path / "scratch"
         copied = texcache.own_dir_for_audit(scratch)
         assert copied is not None and (copied / f"{key}.svg").read_bytes() == b"<svg/>"
+        # the child's side: what hashes to the manifest's sha256 is taken, and the directory is gone before the script
+        other = "f" * 64
+        (copied / f"{other}.svg").write_bytes(b"<svg>edited</svg>")
+        with open(copied / texcache.OWN_MANIFEST, "a", encoding="ascii") as f:
+            f.write(f"{other} {hashlib.sha256(b'<svg/>').hexdigest()}\n")
+        assert texcache._load_own(copied) == {key: b"<svg/>"}
+        assert not copied.exists()
     assert not own.exists() and texcache.own_sink() is None
     assert texcache.own_dir_for_audit(tmp_path / "scratch2") is None  # outside a hand-off: nothing
