@@ -1038,7 +1038,12 @@ def own_dir_for_audit(scratch: Path) -> Path | None:
     if src is None or not (src / OWN_MANIFEST).exists():
         return None
     dest = scratch / ".tmp" / "tex_own"
-    shutil.copytree(src, dest, dirs_exist_ok=True)
+    try:
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+    except OSError as exc:  # the audit then compiles them itself (its report is the same)
+        log.warning("tex cache: own compiles not handed to the audit: %s", exc)
+        shutil.rmtree(dest, ignore_errors=True)
+        return None
     return dest
 
 
