@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,23 +16,11 @@ from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.runner import audit_one
 from prism_fast.execute import texcache, texformat
 from prism_fast.profile import REFERENCE
+from tests.audit.test_audit_tex_cache import CLEAN
 
-# always_redraw: audited separately (its labels at 60 fps are not the render's 15); three static formulas and one
-# label value per frame, most of them the render's own too
-SWEEP = textwrap.dedent('''
-    from manim import *
-
-    class Sweep(Scene):
-        def construct(self):
-            k = ValueTracker(1)
-            label = always_redraw(lambda: MathTex(r"k = " + f"{k.get_value():.1f}").to_corner(UL))
-            box = Square(side_length=2)
-            eq = MathTex(r"\\int_0^k x\\,dx", r"= \\frac{k^2}{2}").next_to(box, DOWN)
-            self.add(label, box, eq)
-            self.play(k.animate.set_value(1.4), run_time=0.4)
-            self.play(Write(MathTex(r"\\sqrt{2}").move_to(box)), run_time=0.2)
-            self.wait(0.2)
-    ''')
+# always_redraw (audited separately: its labels at 60 fps are not the render's 15), three static formulas and one
+# label value per frame: test_audit_tex_cache.py's scene, with a wait at the end
+SWEEP = CLEAN.rstrip("\n") + "\n        self.wait(0.2)\n"
 
 # another sample, audited separately in the same process after the first hand-off: its own compiles only
 OTHER = SWEEP.replace('r"k = "', 'r"j = "').replace("sqrt{2}", "sqrt{3}")
