@@ -284,9 +284,11 @@ def test_process_state_sees_what_the_compile_reads(tmp_path, monkeypatch):
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     held = []
-    try:  # leave fewer free descriptors than manim's compile could need
-        while soft - len(os.listdir("/proc/self/fd")) >= texcache.MIN_FREE_FDS:
+    try:  # leave fewer free descriptors than manim's compile could need (counted once: re-listing
+        # /proc/self/fd per open is quadratic in the limit, minutes at a soft limit of 20000)
+        for _ in range(soft - len(os.listdir("/proc/self/fd")) - texcache.MIN_FREE_FDS + 1):
             held.append(os.open(os.devnull, os.O_RDONLY))
+        assert soft - len(os.listdir("/proc/self/fd")) < texcache.MIN_FREE_FDS
         assert state.changed(tfw) == "file_descriptors"
     finally:
         for fd in held:
