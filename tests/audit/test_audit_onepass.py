@@ -6,7 +6,6 @@ Real renders (prefork worker) and real audits; one worker and every render share
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from prism_fast.audit import onepass, onepass_store
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.runner import audit_one
 from prism_fast.profile import REFERENCE, resolve_profile
+from tests.scratch_names import scratch_neutral
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -372,7 +372,7 @@ def test_failed_one_pass_render_is_its_only_execution_when_the_audit_meets_the_s
     shared = row.pop("_onepass_audit")
     assert row["onepass"] == "shared" and row["manim_executions"] == 1 and not row["success"]
     assert "hooks.py" not in row["error"] and "onepass" not in row["error"]  # no observer frame printed
-    strip = lambda v: re.sub(rf"render_S-{name}_\w{{8}}", "@", v) if isinstance(v, str) else v
+    strip = lambda v: scratch_neutral(v, f"render_S-{name}_")
     timing = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "written_at_ns", "onepass", "onepass_reasons",
               "manim_executions"}
     assert {k: strip(v) for k, v in ref.items() if k not in timing} == \
@@ -449,7 +449,7 @@ def test_failed_one_pass_render_in_the_per_frame_loop_keeps_its_row_and_is_audit
     assert row["onepass_reasons"] == ["render_failed", "script_callable:rate_func",
                                       "failure:render_only:update_to_time"]
     assert "ArithmeticError: past the knee" in row["stderr_tail"] and "hooks.py" not in row["stderr_tail"]
-    strip = lambda v: re.sub(r"render_S-failing_frame_\w{8}", "@", v) if isinstance(v, str) else v
+    strip = lambda v: scratch_neutral(v, "render_S-failing_frame_")
     timing = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "written_at_ns", "onepass", "onepass_reasons",
               "manim_executions"}
     assert {k: strip(v) for k, v in ref.items() if k not in timing} == \

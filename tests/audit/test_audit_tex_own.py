@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -66,7 +67,16 @@ def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alo
         return audited[sid]
 
     own_base = Path(tempfile.gettempdir()) / "prism_fast_render"
-    before = set(own_base.glob("tex_own_*"))
+
+    def mine() -> set:  # this process's own dirs (its owner file names it): other test processes render beside it
+        def owner(path: Path) -> str | None:
+            try:
+                return path.with_name(f".{path.name}.owner").read_text()
+            except OSError:
+                return None
+        return {p for p in own_base.glob("tex_own_*") if owner(p) == str(os.getpid())}
+
+    before = mine()
     worker = prefork_worker(cfg, preload=onepass.PRELOAD)
     try:
         rows = {sid: render_and_hand_off(sid, script, tmp_path / "videos", cfg, REFERENCE, worker.run,
@@ -91,7 +101,7 @@ def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alo
         assert got["tex_format_compiles"] < alone["tex_format_compiles"]
     # each hand-off had a directory of its own, removed at its end (the second sample's shared formulas came from the
     # verified cache, published when its render compiled them a second time; its labels from its own render)
-    assert not (set(own_base.glob("tex_own_*")) - before)
+    assert not (mine() - before)
 
 
 def test_own_svgs_keep_only_what_the_log_names_under_manims_own_names(tmp_path):

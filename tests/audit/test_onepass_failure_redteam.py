@@ -7,7 +7,6 @@ Real renders (prefork worker) and real audits; one worker shared through a modul
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
@@ -16,6 +15,7 @@ from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.onepass_rule import static_reasons
 from prism_fast.audit.runner import audit_one
 from prism_fast.profile import REFERENCE
+from tests.scratch_names import scratch_neutral
 
 # a rate_func written in the script runs once per frame: 15 times in the render, 60 in the audit-only run; the
 # script branches on the count after the play (render: IndexError; audit: no error, an out-of-bounds triangle)
@@ -228,7 +228,7 @@ def runs(tmp_path_factory):
 
 
 def _norm(sample_id: str, value):
-    return re.sub(r"render_%s_\w{8}" % re.escape(sample_id), "@", value) if isinstance(value, str) else value
+    return scratch_neutral(value, f"render_{sample_id}_")
 
 
 @pytest.mark.slow

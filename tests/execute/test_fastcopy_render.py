@@ -23,6 +23,7 @@ import pytest
 from prism_fast.audit.fastcopy import may_share_svg_paths
 from prism_fast.execute import fastpaths
 from tests.audit.test_audit_fastcopy import _mobjects, assert_same_graph
+from tests.scratch_names import scratch_neutral
 
 
 @pytest.fixture()
@@ -472,7 +473,7 @@ def renders(tmp_path_factory):
 
 def _norm(value, sid: str) -> str:
     """A row's text with the sample's scratch dir (a random name, which rich may wrap across lines) aside."""
-    return re.sub(rf"_[a-z0-9_]{{8}}/{sid}\b", f"_X/{sid}", str(value))
+    return scratch_neutral(str(value), f"render_{sid}_")
 
 
 def _executions(row) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from prism_fast.execute import fastpaths
+from tests.scratch_names import scratch_neutral
 
 
 @pytest.fixture()
@@ -458,8 +459,9 @@ def test_an_exception_through_a_fast_path_renders_again_without_them(renders, si
     assert fast["manim_executions"] == plain["manim_executions"] + 1, (fast["onepass"], fast["onepass_reasons"])
     for key in COMPARED:
         assert fast[key] == plain[key], key
-    scratch = re.compile(rf"render_{sid}_[a-z0-9_]{{8}}")  # the sample's scratch dir (a random name) aside
-    assert scratch.sub("X", fast["stderr_tail"]) == scratch.sub("X", plain["stderr_tail"])
+    # the sample's scratch dir (a random name) aside
+    tails = [scratch_neutral(row["stderr_tail"], f"render_{sid}_") for row in (fast, plain)]
+    assert tails[0] == tails[1]
     assert _digest(fast["video_path"]) == _digest(plain["video_path"])
     assert "execute/fastpaths.py" not in (fast["stderr_tail"] or "")
     assert (sid in ("caught", "unlinks")) == bool(fast["success"])
@@ -512,8 +514,8 @@ def test_separate_audits_are_identical_both_ways(tmp_path, caplog):
         reports = [tmp_path / f"w-{f}" / "audits" / sid / "audit_report.json" for f in (True, False)]
         assert reports[0].read_bytes() == reports[1].read_bytes()
         logs = [(tmp_path / f"w-{f}" / "audits" / sid / "audit.log").read_text(encoding="utf-8") for f in (True, False)]
-        scratch = re.compile(rf"audit_{sid}_[a-z0-9_]{{8}}")
-        assert _stable(scratch.sub("X", logs[0])) == _stable(scratch.sub("X", logs[1]))
+        logs = [_stable(scratch_neutral(text, f"audit_{sid}_")) for text in logs]
+        assert logs[0] == logs[1]
         assert "execute/fastpaths.py" not in logs[0]
     assert rows["shapes", True]["segment_count"] >= 2
     path = tmp_path / "stack.py"

@@ -23,6 +23,7 @@ from prism_fast.execute.render import (
 )
 from prism_fast.execute.sandbox import Limits, host_isolation
 from prism_fast.profile import IMPROVED, REFERENCE
+from tests.scratch_names import scratch_neutral
 
 MANIM = str(Path(sys.executable).with_name("manim"))
 HOST = host_isolation()
@@ -285,12 +286,10 @@ VOLATILE = {"runtime_sec", "wall_s", "cpu_s", "peak_rss_mb", "backend", "video_p
 
 
 def _normalised(row: dict) -> dict:
-    import re
-
     out = {k: v for k, v in row.items() if k not in VOLATILE}
     for key in ("error", "stderr_tail"):
         if out.get(key):
-            out[key] = re.sub(r"render_(\w+?)_[a-z0-9_]{8}/", r"render_\1_TMP/", out[key])
+            out[key] = scratch_neutral(out[key], f"render_{row['id']}_")
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from prism_fast.execute import texcache
 from prism_fast.execute.render import RenderConfig, render_one
+from tests.scratch_names import scratch_neutral
 
 MATH = textwrap.dedent('''
     from manim import *
@@ -327,7 +328,8 @@ def test_a_hit_never_depends_on_what_other_samples_compiled(worker_cfg):
         plain = render_one(name, src, root / f"{name}_plain", replace(cfg, tex_cache_dir=None), runner=worker.run)
         assert plain["success"] is False  # uncached, the script's change breaks its own compile
         assert (cached["success"], cached["error_kind"]) == (plain["success"], plain["error_kind"])
-        assert cached["error"].splitlines()[-1] == plain["error"].splitlines()[-1]
+        last = [scratch_neutral(row["error"], f"render_{name}_").splitlines()[-1] for row in (cached, plain)]
+        assert last[0] == last[1]
         assert cached["tex_cache"] == state and cached["tex_cache_hits"] == 0
         assert reason in json.loads(cached["tex_cache_reasons"])
 
@@ -512,5 +514,6 @@ def test_red_team_2_routes_render_as_uncached(worker_cfg, name):
     if plain["success"]:
         assert _sha(cached["video_path"]) == _sha(plain["video_path"])
     else:
-        assert cached["error"].splitlines()[-1] == plain["error"].splitlines()[-1]
+        last = [scratch_neutral(row["error"], f"render_{name}_").splitlines()[-1] for row in (cached, plain)]
+        assert last[0] == last[1]
     assert cached["tex_cache_hits"] == 0 and cached["tex_format_compiles"] == 0

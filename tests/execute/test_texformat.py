@@ -7,7 +7,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from prism_fast.execute import texcache, texformat
 from prism_fast.execute.render import render_one
+from tests.scratch_names import scratch_neutral
 
 # what a generated script typesets: text with ligatures and accents, maths in manim's align*, amssymb, matrices,
 # a tall display, a single letter, sizes and the date, braces and arrows
@@ -227,7 +227,7 @@ def test_renders_are_identical_with_and_without_the_format(worker_cfg, name, scr
         assert _sha(fast["video_path"]) == _sha(plain["video_path"])
     else:  # manim's LaTeX error, printed by its own compile after the format's attempt failed
         assert "latex error converting to dvi" in fast["stderr_tail"].replace("\n", "")
-    norm = (lambda t: re.sub(r"render_[a-z]+_[a-z0-9_]{8}", "SCRATCH", t or ""))  # the scratch dir's random name
+    norm = (lambda t: scratch_neutral(t or "", f"render_{name}_"))  # the scratch dir's random name
     assert norm(fast["stderr_tail"]) == norm(plain["stderr_tail"]) == norm(deferred["stderr_tail"])
     assert (fast["stdout_bytes"], fast["stderr_bytes"]) == (plain["stdout_bytes"], plain["stderr_bytes"]) == \
         (deferred["stdout_bytes"], deferred["stderr_bytes"])
