@@ -10,7 +10,8 @@ Part A -- render stage throughput with 1 and 2 render workers: ``prism-fast eval
 ``execute.workers=N``, after one untimed warm-up pass over the same samples (first renders fill the OS page cache
 and font/TeX caches; without it the second timed run profits). Throughput = samples / Exec stage wall time.
 Target: 2 workers >= 1.8x of 1 worker. Bundled samples, or the ``--scripts`` set with ``--a-scripts``;
-``--a-only`` runs no part B.
+``--a-only`` runs no part B. ``--a-order 1,2,2,1`` interleaves the timed passes (each count's mean), so that the
+host's drift in speed during the benchmark does not land on one worker count.
 
 Part B -- end to end, the same scripts on both sides, ``--workers N`` on each side:
   scripts   ``--scripts DIR``: every ``<id>.py`` of DIR (``manifest.jsonl`` order when present, e.g. the open corpus
@@ -86,8 +87,12 @@ def _eval(runs_root: Path, ids, *overrides: str) -> dict:
     return {"summary": summary, "wall_s": wall, "run_dir": str(opts.run_dir)}
 
 
-def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None) -> dict:
-    """``ids`` of the bundled set, or None with ``dataset`` (a directory's scripts as reference answers)."""
+def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None, order: tuple[int, ...] = (1, 2)) -> dict:
+    """``ids`` of the bundled set, or None with ``dataset`` (a directory's scripts as reference answers).
+
+    ``order``: the timed passes by worker count, e.g. ``(1, 2, 2, 1)``: interleaved, a host whose speed drifts
+    during the benchmark (this machine's varies by 10-20 % within an hour) slows both counts alike; each count's
+    figures are the mean of its passes, and every pass is reported."""
     exec_only = ("audit.enabled=false", "metrics.td.enabled=false", "metrics.text_expand.enabled=false",
                  "execute.cache.enabled=false", "execute.tex_cache.enabled=false",
                  *((f"dataset.path={dataset}", "model=reference") if dataset is not None else ()))
@@ -95,17 +100,26 @@ def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None) ->
     if warmup:  # untimed: OS page cache, font and TeX caches warm for both timed runs, not only the second
         _eval(work / "a_warmup", ids, "cluster.num_cpus=2", "execute.workers=2", *exec_only)
         print(f"[A] warm-up pass over {n_samples} samples done", file=sys.stderr, flush=True)
-    out = {}
-    for n in (1, 2):
-        res = _eval(work / f"a{n}", ids, f"cluster.num_cpus={n}", f"execute.workers={n}", *exec_only)
+    if sorted(set(order)) != [1, 2]:
+        raise ValueError(f"part A order {order}: passes of 1 and of 2 workers")
+    passes: list[dict] = []
+    for k, n in enumerate(order):
+        res = _eval(work / (f"a{n}" if len(order) == 2 else f"a{k}_{n}"), ids, f"cluster.num_cpus={n}",
+                    f"execute.workers={n}", *exec_only)
         exec_s = res["summary"]["stage_seconds"]["exec"]
         rows = _rows(res["run_dir"], "exec").values()
         # cores one render keeps busy (CPU of its process tree / its wall time): above 1, a lone render
         # also uses the idle core (manim's writer thread, x264 threads)
         cores = sum(r["cpu_s"] for r in rows) / max(sum(r["wall_s"] for r in rows), 1e-9)
-        out[n] = {"exec_s": exec_s, "samples_per_hour": 3600.0 * n_samples / exec_s, "render_cores": cores}
-        print(f"[A] {n} worker(s): Exec stage {exec_s:.1f} s for {n_samples} samples; a render keeps "
-              f"{cores:.2f} cores busy", file=sys.stderr, flush=True)
+        passes.append({"workers": n, "exec_s": exec_s, "render_cores": cores})
+        print(f"[A] pass {k + 1}/{len(order)}, {n} worker(s): Exec stage {exec_s:.1f} s for {n_samples} samples; "
+              f"a render keeps {cores:.2f} cores busy", file=sys.stderr, flush=True)
+    out: dict = {"order": list(order), "passes": passes}
+    for n in (1, 2):
+        mine = [p for p in passes if p["workers"] == n]
+        exec_s = sum(p["exec_s"] for p in mine) / len(mine)
+        out[n] = {"exec_s": exec_s, "samples_per_hour": 3600.0 * n_samples / exec_s,
+                  "render_cores": sum(p["render_cores"] for p in mine) / len(mine)}
     out["ratio"] = out[2]["samples_per_hour"] / out[1]["samples_per_hour"]
     return out
 
@@ -430,8 +444,16 @@ def main(argv=None) -> int:
                     help="part A on the first N bundled samples instead of the part B ids (more samples, less imbalance)")
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--no-a-warmup", action="store_true", help="part A without its untimed warm-up pass")
+    ap.add_argument("--a-order", default="1,2",
+                    help="part A's timed passes by worker count, e.g. 1,2,2,1 (interleaved: host drift cancels)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    try:
+        a_order = tuple(int(n) for n in args.a_order.split(","))
+    except ValueError:
+        a_order = ()
+    if sorted(set(a_order)) != [1, 2]:
+        ap.error(f"--a-order {args.a_order}: worker counts 1 and 2, comma-separated (e.g. 1,2,2,1)")
     args.ids_given = args.ids is not None
     if args.ids is None:
         args.ids = ",".join(DEFAULT_IDS)
@@ -462,12 +484,12 @@ def main(argv=None) -> int:
 
             if args.a_scripts and args.scripts is not None:  # the directory's scripts (e.g. the open corpus)
                 _inp, a_dataset = stage_inputs(inputs, work / "a_input")
-                report["A"] = part_a(None, work, warmup=not args.no_a_warmup, dataset=a_dataset)
+                report["A"] = part_a(None, work, warmup=not args.no_a_warmup, dataset=a_dataset, order=a_order)
                 report["A_ids"] = ids
             else:
                 a_ids = ([t.id for t in load_dataset(bundled_dataset_path()).tasks[:args.a_limit]] if args.a_limit
                          else ids)
-                report["A"] = part_a(a_ids, work, warmup=not args.no_a_warmup)
+                report["A"] = part_a(a_ids, work, warmup=not args.no_a_warmup, order=a_order)
                 report["A_ids"] = a_ids
         base = ours = None
         if args.a_only:
@@ -497,6 +519,9 @@ def main(argv=None) -> int:
     if "A" in report:
         a = report["A"]
         print(f"A  samples: {len(report['A_ids'])}")
+        if len(a["order"]) > 2:
+            print(f"A  passes ({','.join(map(str, a['order']))} workers): "
+                  + ", ".join(f"{p['exec_s']:.1f} s" for p in a["passes"]) + " (means below)")
         print(f"A  render stage, 1 worker : {a[1]['exec_s']:.1f} s  ({a[1]['samples_per_hour']:.0f} samples/h)")
         print(f"A  render stage, 2 workers: {a[2]['exec_s']:.1f} s  ({a[2]['samples_per_hour']:.0f} samples/h)")
         print(f"A  ratio 2 vs 1 workers   : {a['ratio']:.2f}x (target >= 1.8x: {'met' if a['ratio'] >= 1.8 else 'NOT met'})")

@@ -1,4 +1,4 @@
-"""bench/scaling.py part B: argument checks, the executions-per-sample rule and the side-by-side table (no runs)."""
+"""bench/scaling.py: argument checks (parts A and B), the executions-per-sample rule and the side-by-side table (no runs)."""
 
 import pytest
 
@@ -14,6 +14,13 @@ def test_toolkit_path_must_be_a_prism_checkout(tmp_path):
 def test_scripts_must_be_a_directory(tmp_path):
     with pytest.raises(SystemExit) as exc:
         scaling.main(["--skip-a", "--scripts", str(tmp_path / "missing")])
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("order", ["1,3", "2,2", "1,x", ""])
+def test_part_a_order_needs_passes_of_one_and_two_workers(order):
+    with pytest.raises(SystemExit) as exc:
+        scaling.main(["--a-only", "--a-order", order])
     assert exc.value.code == 2
 
 
