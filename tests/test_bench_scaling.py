@@ -1,4 +1,5 @@
-"""bench/scaling.py: argument checks (parts A and B), the executions-per-sample rule and the side-by-side table (no runs)."""
+"""bench/scaling.py: argument checks (parts A and B), the executions-per-sample rule and the side-by-side table
+(no runs)."""
 
 import pytest
 
