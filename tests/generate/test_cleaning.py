@@ -362,4 +362,5 @@ def test_five_megabyte_adversarial_reply(name):
     for profile in (REFERENCE, IMPROVED):  # uncapped: linear (the toolkit's patterns took minutes to hours)
         t0 = time.perf_counter()
         clean_model_output(reply, "en", profile, max_reply_chars=None)
-        assert time.perf_counter() - t0 < 6.0, (name, profile.name)
+        # ~1.8 s alone on a 2-core machine; the bound leaves room for the other test process (make test runs two)
+        assert time.perf_counter() - t0 < 15.0, (name, profile.name)
