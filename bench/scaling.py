@@ -11,7 +11,12 @@ Part A -- render stage throughput with 1 and 2 render workers: ``prism-fast eval
 and font/TeX caches; without it the second timed run profits). Throughput = samples / Exec stage wall time.
 Target: 2 workers >= 1.8x of 1 worker. Bundled samples, or the ``--scripts`` set with ``--a-scripts``;
 ``--a-only`` runs no part B. ``--a-order 1,2,2,1`` interleaves the timed passes (each count's mean), so that the
-host's drift in speed during the benchmark does not land on one worker count.
+host's drift in speed during the benchmark does not land on one worker count. ``--a-pin`` confines each timed pass
+(the whole run: driver, Ray, actors, renders) to as many cores as it has workers (``sched_setaffinity``, inherited
+by every process the pass starts): N workers on an N-core machine. Unpinned, a lone render on a host with spare
+cores also uses them (manim's writer thread, x264's threads: 1.08 cores on the 2-core machine), so the plain
+comparison is capped below 2x by the host, not the harness; the pinned one gives every worker count one core per
+worker. The warm-up pass is never pinned; each pass's cores are printed and in the JSON.
 
 Part B -- end to end, the same scripts on both sides, ``--workers N`` on each side:
   scripts   ``--scripts DIR``: every ``<id>.py`` of DIR (``manifest.jsonl`` order when present, e.g. the open corpus
@@ -41,6 +46,7 @@ Target (issue #19): ours >= 10x the toolkit end to end on the open corpus, >= 8x
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -87,13 +93,39 @@ def _eval(runs_root: Path, ids, *overrides: str) -> dict:
     return {"summary": summary, "wall_s": wall, "run_dir": str(opts.run_dir)}
 
 
+def pinned_cores(n: int, pin: bool) -> list[int] | None:
+    """The cores a pass of ``n`` workers is confined to: the first ``n`` of this process's allowed CPUs with
+    ``pin``, else None (unconfined). Fewer allowed CPUs than ``n``: ValueError."""
+    if not pin:
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < n:
+        raise ValueError(f"--a-pin: a pass of {n} workers needs {n} cores, this process may use {len(allowed)}")
+    return allowed[:n]
+
+
+@contextlib.contextmanager
+def confined_to(cores: list[int] | None):
+    """This thread (and every process or thread it starts meanwhile) on ``cores`` while the block runs."""
+    if cores is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None,
-           order: tuple[int, ...] = (1, 2)) -> dict:
+           order: tuple[int, ...] = (1, 2), pin: bool = False) -> dict:
     """``ids`` of the bundled set, or None with ``dataset`` (a directory's scripts as reference answers).
 
     ``order``: the timed passes by worker count, e.g. ``(1, 2, 2, 1)``: interleaved, a host whose speed drifts
     during the benchmark (this machine's varies by 10-20 % within an hour) slows both counts alike; each count's
-    figures are the mean of its passes, and every pass is reported."""
+    figures are the mean of its passes, and every pass is reported. ``pin``: each timed pass confined to as many
+    cores as it has workers (:func:`pinned_cores`)."""
     exec_only = ("audit.enabled=false", "metrics.td.enabled=false", "metrics.text_expand.enabled=false",
                  "execute.cache.enabled=false", "execute.tex_cache.enabled=false",
                  *((f"dataset.path={dataset}", "model=reference") if dataset is not None else ()))
@@ -104,18 +136,21 @@ def part_a(ids, work: Path, warmup: bool = True, dataset: Path | None = None,
     if sorted(set(order)) != [1, 2]:
         raise ValueError(f"part A order {order}: passes of 1 and of 2 workers")
     passes: list[dict] = []
+    cores_of = {n: pinned_cores(n, pin) for n in (1, 2)}  # before any pass: too few cores fail at once
     for k, n in enumerate(order):
-        res = _eval(work / (f"a{n}" if len(order) == 2 else f"a{k}_{n}"), ids, f"cluster.num_cpus={n}",
-                    f"execute.workers={n}", *exec_only)
+        with confined_to(cores_of[n]):
+            res = _eval(work / (f"a{n}" if len(order) == 2 else f"a{k}_{n}"), ids, f"cluster.num_cpus={n}",
+                        f"execute.workers={n}", *exec_only)
         exec_s = res["summary"]["stage_seconds"]["exec"]
         rows = _rows(res["run_dir"], "exec").values()
         # cores one render keeps busy (CPU of its process tree / its wall time): above 1, a lone render
         # also uses the idle core (manim's writer thread, x264 threads)
         cores = sum(r["cpu_s"] for r in rows) / max(sum(r["wall_s"] for r in rows), 1e-9)
-        passes.append({"workers": n, "exec_s": exec_s, "render_cores": cores})
-        print(f"[A] pass {k + 1}/{len(order)}, {n} worker(s): Exec stage {exec_s:.1f} s for {n_samples} samples; "
-              f"a render keeps {cores:.2f} cores busy", file=sys.stderr, flush=True)
-    out: dict = {"order": list(order), "passes": passes}
+        passes.append({"workers": n, "exec_s": exec_s, "render_cores": cores, "pinned_to": cores_of[n]})
+        where = f" on cores {cores_of[n]}" if cores_of[n] is not None else ""
+        print(f"[A] pass {k + 1}/{len(order)}, {n} worker(s){where}: Exec stage {exec_s:.1f} s for {n_samples} "
+              f"samples; a render keeps {cores:.2f} cores busy", file=sys.stderr, flush=True)
+    out: dict = {"order": list(order), "passes": passes, "pinned": pin}
     for n in (1, 2):
         mine = [p for p in passes if p["workers"] == n]
         exec_s = sum(p["exec_s"] for p in mine) / len(mine)
@@ -442,11 +477,14 @@ def main(argv=None) -> int:
     ap.add_argument("--a-scripts", action="store_true", help="part A on the --scripts set (default: bundled)")
     ap.add_argument("--a-only", action="store_true", help="part A only (no part B)")
     ap.add_argument("--a-limit", type=int, default=None,
-                    help="part A on the first N bundled samples instead of the part B ids (more samples, less imbalance)")
+                    help="part A on the first N bundled samples instead of the part B ids "
+                         "(more samples, less imbalance)")
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--no-a-warmup", action="store_true", help="part A without its untimed warm-up pass")
     ap.add_argument("--a-order", default="1,2",
                     help="part A's timed passes by worker count, e.g. 1,2,2,1 (interleaved: host drift cancels)")
+    ap.add_argument("--a-pin", action="store_true",
+                    help="part A: each timed pass on as many cores as it has workers (N workers on N cores)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     try:
@@ -455,6 +493,11 @@ def main(argv=None) -> int:
         a_order = ()
     if sorted(set(a_order)) != [1, 2]:
         ap.error(f"--a-order {args.a_order}: worker counts 1 and 2, comma-separated (e.g. 1,2,2,1)")
+    if args.a_pin:
+        try:
+            pinned_cores(max(a_order), True)
+        except ValueError as exc:
+            ap.error(str(exc))
     args.ids_given = args.ids is not None
     if args.ids is None:
         args.ids = ",".join(DEFAULT_IDS)
@@ -485,12 +528,13 @@ def main(argv=None) -> int:
 
             if args.a_scripts and args.scripts is not None:  # the directory's scripts (e.g. the open corpus)
                 _inp, a_dataset = stage_inputs(inputs, work / "a_input")
-                report["A"] = part_a(None, work, warmup=not args.no_a_warmup, dataset=a_dataset, order=a_order)
+                report["A"] = part_a(None, work, warmup=not args.no_a_warmup, dataset=a_dataset, order=a_order,
+                                      pin=args.a_pin)
                 report["A_ids"] = ids
             else:
                 a_ids = ([t.id for t in load_dataset(bundled_dataset_path()).tasks[:args.a_limit]] if args.a_limit
                          else ids)
-                report["A"] = part_a(a_ids, work, warmup=not args.no_a_warmup, order=a_order)
+                report["A"] = part_a(a_ids, work, warmup=not args.no_a_warmup, order=a_order, pin=args.a_pin)
                 report["A_ids"] = a_ids
         base = ours = None
         if args.a_only:
@@ -520,13 +564,18 @@ def main(argv=None) -> int:
     if "A" in report:
         a = report["A"]
         print(f"A  samples: {len(report['A_ids'])}")
+        if a.get("pinned"):
+            print("A  PINNED: each timed pass on as many cores as it has workers (--a-pin: N workers on N cores)")
         if len(a["order"]) > 2:
             print(f"A  passes ({','.join(map(str, a['order']))} workers): "
                   + ", ".join(f"{p['exec_s']:.1f} s" for p in a["passes"]) + " (means below)")
         print(f"A  render stage, 1 worker : {a[1]['exec_s']:.1f} s  ({a[1]['samples_per_hour']:.0f} samples/h)")
         print(f"A  render stage, 2 workers: {a[2]['exec_s']:.1f} s  ({a[2]['samples_per_hour']:.0f} samples/h)")
-        print(f"A  ratio 2 vs 1 workers   : {a['ratio']:.2f}x (target >= 1.8x: {'met' if a['ratio'] >= 1.8 else 'NOT met'})")
-        print(f"A  cores per render       : {a[1]['render_cores']:.2f} alone, {a[2]['render_cores']:.2f} with 2 workers")
+        pinned = " (pinned: N workers on N cores)" if a.get("pinned") else ""
+        print(f"A  ratio 2 vs 1 workers   : {a['ratio']:.2f}x{pinned} "
+              f"(target >= 1.8x: {'met' if a['ratio'] >= 1.8 else 'NOT met'})")
+        print(f"A  cores per render       : {a[1]['render_cores']:.2f} alone, "
+              f"{a[2]['render_cores']:.2f} with 2 workers")
     if base is not None:
         for line in format_b(base, ours, len(ids), args.workers):
             print(line)

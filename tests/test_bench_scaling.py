@@ -1,6 +1,10 @@
 """bench/scaling.py: argument checks (parts A and B), the executions-per-sample rule and the side-by-side table
 (no runs)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from bench import scaling
@@ -106,3 +110,29 @@ def test_td_difference_is_a_note_only_when_the_videos_differ_and_our_td_reproduc
     assert len(problems) == 1 and notes == []
     problems, notes = run(td_mine, mine)               # agreement
     assert problems == [] and notes == []
+
+
+def test_part_a_pin_confines_a_pass_and_what_it_starts():
+    """--a-pin: a pass of N workers runs on the first N allowed cores, every process it starts inherits them,
+    and the whole mask is back afterwards (a real child process reports its own affinity)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    assert scaling.pinned_cores(1, False) is None
+    cores = scaling.pinned_cores(1, True)
+    assert cores == allowed[:1]
+    with scaling.confined_to(cores):
+        seen = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    assert seen == str(cores)
+    assert sorted(os.sched_getaffinity(0)) == allowed
+    with pytest.raises(ValueError, match="needs"):
+        scaling.pinned_cores(len(allowed) + 1, True)
+
+
+def test_part_a_pin_refuses_a_host_with_too_few_cores():
+    if len(os.sched_getaffinity(0)) >= 2:
+        with scaling.confined_to(sorted(os.sched_getaffinity(0))[:1]), pytest.raises(SystemExit) as exc:
+            scaling.main(["--a-only", "--a-pin"])
+    else:
+        with pytest.raises(SystemExit) as exc:
+            scaling.main(["--a-only", "--a-pin"])
+    assert exc.value.code == 2
