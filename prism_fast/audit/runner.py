@@ -165,7 +165,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         env = child_env(cfg, scratch)
         if cfg.pictures:
             env["PRISM_AUDIT_PICTURES_DIR"] = str(scratch / "pictures_raw")
-        tex_gate = []
+        tex_gate, own_state = [], None
         if tex_cache_dir:  # the TeX cache's gate, as for renders (execute/texcache.py "The gate")
             from prism_fast.execute.texcache import script_reasons
 
@@ -176,6 +176,10 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         else:
             tex_env, tex_view, fmt_state = tex_cache_env(cfg, scratch, tex_cache_dir, tex_format,
                                                          tex_format_deferred)
+            if tex_cache_dir:  # (after the hand-over: its failure is part of the state)
+                from prism_fast.execute.texcache import own_state as _own_state
+
+                own_state = _own_state()
         env.update(tex_env)
         fast = cfg.fast_paths and not cfg.full_fidelity
         # a script that reads the call stack would see a fast path's frame (execute/fastpaths.py FRAME_INFO)
@@ -236,7 +240,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
                scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
                sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
                tex_format_compiles=fmt_compiles, tex_format_fallbacks=fmt_fallbacks, tex_own_hits=own_hits,
-               tex_cache_reasons=json.dumps(tex_gate) if tex_gate else None,
+               tex_own=own_state, tex_cache_reasons=json.dumps(tex_gate) if tex_gate else None,
                fast_paths="declined" if declined else meta.get("fast_paths", "off"))
     if res.launch_error is not None:  # refused or could not start: the sandbox's failure, not the script's
         row.update(status="error", error_kind="sandbox_error", error_detail=res.launch_error)

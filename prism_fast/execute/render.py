@@ -482,7 +482,8 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
     if sink is not None:  # this sample's separate audit follows (audit/onepass.py hand-off): its compiles go along
         try:
             texcache.collect_own(work / texcache.LOG_NAME, work / "media" / "Tex", sink)
-        except OSError as exc:  # the audit then compiles them itself
+        except OSError as exc:  # the audit then compiles them itself (its row: tex_own=failed)
+            texcache.mark_own_failed(sink)
             log.warning("tex cache: %s's compiles not kept for its audit: %s", row["id"], exc)
     if stats.format_fallbacks:  # never silent: the result is manim's own, but the format's speed-up was lost
         log.warning("render %s: %d TeX compile(s) could not use the LaTeX format; manim compiled them itself "

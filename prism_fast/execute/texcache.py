@@ -969,7 +969,8 @@ def harvest(work_dir: Path, media_dir: Path, cache_dir: Path, run_sandboxed, mak
 # directory, where manim takes it, ours and the authors'). For a script that does not rewrite its own compiled SVGs,
 # the audit's mobjects are those of its own compile: same source, same gate, same compile path.
 
-_OWN = threading.local()  # .sinks: the own_svgs() directories of this thread, innermost last
+_OWN = threading.local()  # .sinks: the own_svgs() directories of this thread, innermost last; .failed: those whose
+# compiles could not all be kept or handed over (:func:`own_state`)
 
 
 class own_svgs:
@@ -996,6 +997,7 @@ class own_svgs:
         sinks = getattr(_OWN, "sinks", [])
         if self.path in sinks:
             sinks.remove(self.path)
+        getattr(_OWN, "failed", set()).discard(self.path)
         if self.dir is not None:
             self.dir.__exit__(*exc)
 
@@ -1004,6 +1006,27 @@ def own_sink() -> Path | None:
     """The innermost :class:`own_svgs` directory of this thread, else None."""
     sinks = getattr(_OWN, "sinks", None)
     return sinks[-1] if sinks else None
+
+
+def mark_own_failed(sink: Path) -> None:
+    """Some of the render's compiles could not be kept in ``sink`` or handed to its audit (the audit compiles them
+    itself: the same report; :func:`own_state` says so in the audit's row)."""
+    failed = getattr(_OWN, "failed", None)
+    if failed is None:
+        failed = _OWN.failed = set()
+    failed.add(Path(sink))
+
+
+def own_state() -> str | None:
+    """What the separate audit about to run in this thread gets of its render's compiles (row ``tex_own``): None
+    outside a hand-off (:class:`own_svgs`), ``failed`` where some could not be kept or copied (warned), ``handed``
+    where the render's compiles are there for it, ``none`` where the render compiled nothing to hand over."""
+    src = own_sink()
+    if src is None:
+        return None
+    if src in getattr(_OWN, "failed", ()):
+        return "failed"
+    return "handed" if (src / OWN_MANIFEST).exists() else "none"
 
 
 def collect_own(log_path: Path, tex_dir: Path, dest: Path) -> int:
@@ -1040,8 +1063,9 @@ def own_dir_for_audit(scratch: Path) -> Path | None:
     dest = scratch / ".tmp" / "tex_own"
     try:
         shutil.copytree(src, dest, dirs_exist_ok=True)
-    except OSError as exc:  # the audit then compiles them itself (its report is the same)
-        log.warning("tex cache: own compiles not handed to the audit: %s", exc)
+    except OSError as exc:  # the audit then compiles them itself (its report is the same; row: tex_own=failed)
+        log.warning("tex cache: own compiles not handed to the audit (row: tex_own=failed): %s", exc)
+        mark_own_failed(src)
         shutil.rmtree(dest, ignore_errors=True)
         return None
     return dest

@@ -53,7 +53,7 @@ def _report(base: Path, sid: str) -> bytes:
 def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alone(tmp_path):
     from prism_fast.audit import onepass
     from prism_fast.audit.onepass import render_and_hand_off
-    from prism_fast.execute.render import RenderConfig, prefork_worker
+    from prism_fast.execute.render import RenderConfig, prefork_worker, render_one
     from prism_fast.pipeline.actors import _Auditor
 
     cache = str(tmp_path / "texcache")
@@ -82,6 +82,18 @@ def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alo
         rows = {sid: render_and_hand_off(sid, script, tmp_path / "videos", cfg, REFERENCE, worker.run,
                                          acfg.to_dict(), str(tmp_path / "handoff"), separate)
                 for sid, script in (("sweep", SWEEP), ("other", OTHER), ("probe", PROBE))}
+        # a render whose compiles cannot be kept for its audit (the hand-off's directory is not one any more): its
+        # row is the render's, and the audit that follows is told (row tex_own=failed)
+        with texcache.own_svgs(tmp_path / "own_base") as kept:
+            kept.rmdir()
+            kept.write_text("not a directory")
+            fresh = SWEEP.replace('r"k = "', 'r"w = "')  # labels no render compiled yet: misses to keep
+            lost = render_one("lost", fresh, tmp_path / "lost", cfg, REFERENCE, runner=worker.run)
+            state = texcache.own_state()
+            kept.unlink()
+            kept.mkdir()
+        assert lost["success"] and lost["tex_format_compiles"] > 0, lost
+        assert state == "failed"
     finally:
         worker.close()
     assert texcache.own_sink() is None  # (the hand-off's directory is gone with it)
@@ -99,6 +111,15 @@ def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alo
         assert got["tex_own_hits"] >= 4 and alone["tex_own_hits"] == 0, (got["tex_own_hits"], alone["tex_own_hits"])
         assert got["tex_format_compiles"] + got["tex_own_hits"] >= alone["tex_format_compiles"], (got, alone)
         assert got["tex_format_compiles"] < alone["tex_format_compiles"]
+        assert got["tex_own"] == "handed" and alone["tex_own"] is None, (got["tex_own"], alone["tex_own"])
+    # a hand-off whose compiles cannot be copied into the audit's scratch (a named pipe among them: copytree refuses
+    # it): the audit compiles them itself -- the same report -- and its row says so
+    with texcache.own_svgs(tmp_path / "own_base") as own:
+        (own / texcache.OWN_MANIFEST).write_text(f"{'0' * 64} {'0' * 64}\n", encoding="ascii")
+        os.mkfifo(own / "pipe.svg")
+        failed = audit_one("sweep", SWEEP, tmp_path / "failed", acfg, tex_cache_dir=cache, tex_format=True)
+    assert failed["tex_own"] == "failed" and failed["tex_own_hits"] == 0, failed
+    assert _report(tmp_path / "failed", "sweep") == _report(tmp_path / "alone", "sweep")
     # each hand-off had a directory of its own, removed at its end (the second sample's shared formulas came from the
     # verified cache, published when its render compiled them a second time; its labels from its own render)
     assert not (mine() - before)
@@ -135,6 +156,7 @@ def test_own_svgs_keep_only_what_the_log_names_under_manims_own_names(tmp_path):
         (linked / "media").symlink_to(tmp_path / "media")
         with texcache.own_svgs(tmp_path / "tmp") as own2:
             assert texcache.collect_own(log_path, linked / "media" / "Tex", own2) == 0
+        assert texcache.own_state() == "handed"
         scratch = tmp_path / "scratch"
         copied = texcache.own_dir_for_audit(scratch)
         assert copied is not None and (copied / f"{key}.svg").read_bytes() == b"<svg/>"
@@ -147,3 +169,26 @@ def test_own_svgs_keep_only_what_the_log_names_under_manims_own_names(tmp_path):
         assert not copied.exists()
     assert not own.exists() and texcache.own_sink() is None
     assert texcache.own_dir_for_audit(tmp_path / "scratch2") is None  # outside a hand-off: nothing
+    assert texcache.own_state() is None
+
+
+def test_own_state_says_when_the_renders_compiles_did_not_reach_its_audit(tmp_path):
+    """Row ``tex_own``: ``none`` for a hand-off with nothing compiled, ``failed`` once a copy fails (it stays so for
+    that hand-off only), None outside one."""
+    with texcache.own_svgs(tmp_path / "tmp") as own:
+        assert texcache.own_state() == "none"
+        assert texcache.own_dir_for_audit(tmp_path / "s1") is None  # nothing to hand over: no failure either
+        assert texcache.own_state() == "none"
+        (own / texcache.OWN_MANIFEST).write_text(f"{'a' * 64} {'b' * 64}\n", encoding="ascii")
+        os.mkfifo(own / "pipe.svg")  # copytree refuses a named pipe
+        assert texcache.own_dir_for_audit(tmp_path / "s2") is None
+        assert not (tmp_path / "s2" / ".tmp" / "tex_own").exists()
+        assert texcache.own_state() == "failed"
+        with texcache.own_svgs(tmp_path / "tmp") as inner:  # a nested hand-off has a state of its own
+            assert texcache.own_state() == "none"
+            texcache.mark_own_failed(inner)
+            assert texcache.own_state() == "failed"
+        assert texcache.own_state() == "failed"
+    assert texcache.own_state() is None
+    with texcache.own_svgs(tmp_path / "tmp"):  # the next hand-off starts clean
+        assert texcache.own_state() == "none"
