@@ -170,7 +170,8 @@ STAGE_FIELDS["audit"] = [
     ("tex_format_compiles", _I),  # how many (the audit child's own log; informational)
     ("tex_format_fallbacks", _I),  # compiles the format could not make: manim compiled them itself (warned)
     ("tex_own_hits", _I),  # SVGs taken from its own render's compiles (hand-off, execute/texcache.py own_svgs)
-    ("tex_own", _S),  # that hand-over: handed | none | failed (not kept or copied: compiled again, warned) | null
+    ("tex_own", _S),  # that hand-over: handed | none | failed (not kept or copied: compiled again, warned);
+    # null where the audit takes none (outside a hand-off, TeX cache off or declined)
     ("tex_cache_reasons", _S),  # JSON list: why the TeX cache's gate refused hits and the format (texcache.py)
     ("fast_paths", _S),  # on | off | fallback | declined: a separate audit's helpers (execute/fastpaths.py)
 ]
