@@ -225,7 +225,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
     if meta_path.exists():
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested past the parser's depth: the script's doing)
             meta = {"meta_error": "unreadable audit_meta.json"}
     report_text = report_path.read_text(encoding="utf-8") if (rc is not None and report_path.exists()) else None
     row = build_row(sample_id, str(script_path), runtime, rc, err, report_text, timed_out=rc is None,

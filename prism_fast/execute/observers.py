@@ -94,7 +94,7 @@ def read_result(path: Path, seal: str) -> tuple[dict | None, str | None]:
             outer = json.load(fh)
     except FileNotFoundError:
         return None, "missing"
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (RecursionError: nested past the parser's depth)
         return None, "unreadable"
     if not isinstance(outer, dict) or not isinstance(outer.get("body"), str) or not isinstance(outer.get("tag"), str):
         return None, "unsealed"
@@ -102,7 +102,7 @@ def read_result(path: Path, seal: str) -> tuple[dict | None, str | None]:
         return None, "seal_mismatch"
     try:
         doc = json.loads(outer["body"])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, "unreadable"
     return (doc, None) if isinstance(doc, dict) else (None, "unreadable")
 

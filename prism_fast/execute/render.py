@@ -475,6 +475,8 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
         stats = texcache.harvest(work, work / "media", tex_root, sandbox.run_sandboxed, make_spec)
     except OSError as exc:  # a full disk or a vanished cache dir must not lose the row
         log.warning("tex cache: harvest failed for %s: %s", row["id"], exc)
+        if texcache.own_sink() is not None:  # nothing kept for its separate audit either (its row: tex_own=failed)
+            texcache.mark_own_failed(texcache.own_sink())
         return
     row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published,
                tex_format_compiles=stats.format_compiles, tex_format_fallbacks=stats.format_fallbacks)

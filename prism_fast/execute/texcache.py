@@ -750,7 +750,7 @@ def declined_reasons(log_path: Path) -> list[str]:
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             ev = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (a line the script wrote, nested past the parser's depth)
             continue
         why = ev.get("why") if isinstance(ev, dict) and ev.get("event") == "declined" else None
         if isinstance(why, str) and len(why) <= 64 and f"runtime:{why}" not in out and len(out) < 16:
@@ -764,7 +764,7 @@ def _count_events(log_path: Path) -> dict[str, int]:
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             ev = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (a line the script wrote, nested past the parser's depth)
             continue
         if isinstance(ev, dict) and isinstance(ev.get("event"), str):
             counts[ev["event"]] = counts.get(ev["event"], 0) + 1
@@ -847,7 +847,7 @@ def _compiled(log_path: Path, tex_dir: Path, stats: HarvestStats):
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             ev = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (a line the script wrote, nested past the parser's depth)
             continue
         if not isinstance(ev, dict) or ev.get("event") != "miss":
             continue

@@ -51,3 +51,15 @@ def test_request_never_reaches_the_script_and_a_broken_observer_changes_nothing(
     assert broken.result is None and cli.result is None
     norm = lambda r: re.sub(r"render_P1_\w+", "@", r["error"])  # the scratch dir's random name
     assert norm(observed) == norm(plain)
+
+
+def test_a_result_file_nested_past_the_parsers_depth_is_unreadable_not_a_crash(tmp_path):
+    """The result file lies in the sample's own scratch: a script can write anything there, JSON nested deeper than
+    the parser recurses included -- the parent reads it as unreadable (no result), never raises."""
+    from prism_fast.execute.observers import read_result
+
+    path = tmp_path / "result.json"
+    path.write_text("[" * 200000, encoding="utf-8")
+    assert read_result(path, "00" * 16) == (None, "unreadable")
+    path.write_text('{"body": "x", "tag": "y"}', encoding="utf-8")
+    assert read_result(path, "00" * 16) == (None, "seal_mismatch")

@@ -517,3 +517,29 @@ def test_red_team_2_routes_render_as_uncached(worker_cfg, name):
         last = [scratch_neutral(row["error"], f"render_{name}_").splitlines()[-1] for row in (cached, plain)]
         assert last[0] == last[1]
     assert cached["tex_cache_hits"] == 0 and cached["tex_format_compiles"] == 0
+
+
+def test_a_log_line_nested_past_the_parsers_depth_is_skipped(worker_cfg, tmp_path):
+    """A script writes a JSON line nested deeper than the parser recurses into its own TeX log: the readers skip it
+    (as any unreadable line) instead of raising RecursionError, and the render's row is an ordinary one."""
+    root, cfg, worker = worker_cfg
+    deep = "[" * 200000
+    log_path = tmp_path / texcache.LOG_NAME
+    log_path.write_text(deep + "\n" + json.dumps({"event": "declined", "why": "x"}) + "\n", encoding="utf-8")
+    assert texcache.declined_reasons(log_path) == ["runtime:x"]
+    assert texcache.own_hit_count(log_path) == 0
+    hostile = textwrap.dedent(f'''
+        import numpy as np
+        from manim import *
+
+        class Deep(Scene):
+            def construct(self):
+                # (through NumPy and a name in pieces: what the TeX cache's gate lets through)
+                log_name = {texcache.LOG_NAME[:5]!r} + {texcache.LOG_NAME[5:]!r}
+                np.frombuffer(b"[" * 200000 + b"\\n", dtype=np.uint8).tofile(log_name)
+                self.add(MathTex("q^{{7}}"))
+                self.wait(0.2)
+        ''')
+    row = render_one("deep", hostile, root / "deep", cfg, runner=worker.run)
+    assert row["success"] and row["exit_status"] == 0, row["error"]
+    assert row["tex_cache"] != "declined" and row["tex_format_compiles"] + row["tex_cache_hits"] >= 1, row
