@@ -471,16 +471,16 @@ def _harvest_tex(work: Path, cfg: RenderConfig, row: dict, out_dir: Path) -> Non
             isolate_network=cfg.isolate_network, readonly_paths=(str(out_dir), *cfg.readonly_paths),
             level=cfg.sandbox)
 
+    sink = texcache.own_sink()  # set when this sample's separate audit follows (audit/onepass.py hand-off)
     try:
         stats = texcache.harvest(work, work / "media", tex_root, sandbox.run_sandboxed, make_spec)
     except OSError as exc:  # a full disk or a vanished cache dir must not lose the row
         log.warning("tex cache: harvest failed for %s: %s", row["id"], exc)
-        if texcache.own_sink() is not None:  # nothing kept for its separate audit either (its row: tex_own=failed)
-            texcache.mark_own_failed(texcache.own_sink())
+        if sink is not None:  # nothing kept for its separate audit either (its row: tex_own=failed)
+            texcache.mark_own_failed(sink)
         return
     row.update(tex_cache_hits=stats.hits, tex_cache_published=stats.published,
                tex_format_compiles=stats.format_compiles, tex_format_fallbacks=stats.format_fallbacks)
-    sink = texcache.own_sink()
     if sink is not None:  # this sample's separate audit follows (audit/onepass.py hand-off): its compiles go along
         try:
             texcache.collect_own(work / texcache.LOG_NAME, work / "media" / "Tex", sink)

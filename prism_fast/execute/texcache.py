@@ -1019,8 +1019,9 @@ def mark_own_failed(sink: Path) -> None:
 
 def own_state() -> str | None:
     """What the separate audit about to run in this thread gets of its render's compiles (row ``tex_own``; the
-    audit asks only where it uses the TeX cache): None outside a hand-off (:class:`own_svgs`), ``failed`` where some could not be kept or copied (warned), ``handed``
-    where the render's compiles are there for it, ``none`` where the render compiled nothing to hand over."""
+    audit asks only where it uses the TeX cache): None outside a hand-off (:class:`own_svgs`), ``failed`` where
+    some could not be kept or copied (warned), ``handed`` where the render's compiles are there for it, ``none``
+    where the render compiled nothing to hand over."""
     src = own_sink()
     if src is None:
         return None
