@@ -124,7 +124,10 @@ def run_child(tree: Path, script: Path, scratch: Path, timeout: float, zygote: Z
     local = scratch / script.name
     shutil.copyfile(script, local)
     env = _base_env(tree, scratch)
-    cmd = [sys.executable, "-m", "prism_fast.audit.child", str(local), "--json-out", str(scratch / "report.json"),
+    # a tree whose child writes raw observations computes its report in a trusted step of its own (verdict.py)
+    observes = "--observations-out" in (tree / "prism_fast" / "audit" / "child.py").read_text(encoding="utf-8")
+    out_flag, out_name = ("--observations-out", "obs.json") if observes else ("--json-out", "report.json")
+    cmd = [sys.executable, "-m", "prism_fast.audit.child", str(local), out_flag, str(scratch / out_name),
            "--output-dir", str(scratch / "out"), "--meta-out", str(scratch / "meta.json"), "--config", "{}"]
     t0 = time.perf_counter()
     timed_out = False
@@ -149,6 +152,13 @@ def run_child(tree: Path, script: Path, scratch: Path, timeout: float, zygote: Z
         rc, cpu = os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime
     wall = time.perf_counter() - t0
     report = scratch / "report.json"
+    if observes and (scratch / "obs.json").exists():  # the report, and the stderr as the audit.log shows it
+        subprocess.run([sys.executable, "-c", "import json, sys, pathlib as p; from prism_fast.audit import verdict; "
+                        "verdict.report_file(sys.argv[1], sys.argv[2]); e = p.Path(sys.argv[3]); "
+                        "e.write_text(verdict.fill_stand_ins(e.read_text(errors='replace'), "
+                        "json.loads(p.Path(sys.argv[2]).read_text())))",
+                        str(scratch / "obs.json"), str(report), str(scratch / "stderr.txt")],
+                       env={**env, "PYTHONPATH": str(tree)}, check=True)
     stderr = (scratch / "stderr.txt").read_text(encoding="utf-8", errors="replace")
     meta = json.loads((scratch / "meta.json").read_text()) if (scratch / "meta.json").exists() else {}
     from prism_fast.audit.rows import error_from_stderr

@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.first_render [--runs 3] [--limit 1] [--cold] [--json out.json] [-- EXTRA_OVERRIDES]
 
 Each run is the real command (``.venv/bin/prism-fast lang=en dataset.limit=N execute.cache.enabled=false …``) in a
-fresh process; "first render" is when the first sample's scratch directory (``<temp>/prism_fast_render/render_*``)
+fresh process; "first render" is when the first sample's scratch directory (``<temp>/prism_fast-<uid>/run_*/render_*``)
 appears, polled every 20 ms; "end" is the command's exit. Warm (default): every run of one side shares a runs_root,
 so from the second run on the LaTeX format is the one published by the first (execute/texformat.py), as for a user's
 second run; the first run of each side is an untimed warm-up. ``--cold``: a fresh runs_root per run (no TeX cache,
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRATCH = os.path.join(tempfile.gettempdir(), "prism_fast_render", "render_*")
+SCRATCH = os.path.join(tempfile.gettempdir(), f"prism_fast-{os.geteuid()}", "run_*", "render_*")  # run roots
 
 
 def one_run(runs_root: Path, run_name: str, head_start: bool, limit: int, extra: list[str]) -> dict:

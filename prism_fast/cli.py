@@ -99,12 +99,17 @@ COMMAND_HELP = {
         ["RUN: a run directory or a run name under runs_root;  ID: a sample id", "model=NAME (several models)"],
         ["prism-fast inspect runs/fixture-sample-all-reference SAMPLE-EN-000003"]),
     "doctor": (
-        "prism-fast doctor [KEY=VALUE ...]",
-        "What this machine will get, one line per capability: ok / degraded (with the consequence for the "
-        "numbers) / missing (with the fix). Exit status 1 when something is missing.",
-        ["+doctor.render=false (skip the two sandboxed renders)  +doctor.json=FILE",
+        "prism-fast doctor [COMMAND] [KEY=VALUE ...]",
+        "What this machine will get for COMMAND (default eval) with these settings, one line per capability: ok / "
+        "degraded (with the consequence for the numbers) / optional (not there, but this command and config do not "
+        "use it) / missing (with the fix). Exit status 1 only when something the command uses is missing.",
+        ["COMMAND: eval|generate|fit-reference|profile-render|report|calibrate|inspect (= +doctor.command=...)",
+         "+doctor.render=false (skip the two sandboxed renders)  +doctor.json=FILE",
+         "metrics.padvc.enabled=true (embedding models, OCR engine)  metrics.padvc.ocr_backend=paddleocr  "
+         "metrics.decoder=decord|nvdec",
          "cluster=ray cluster.address=... (the cluster it would join; nothing is started)"],
-        ["prism-fast doctor +doctor.render=false"]),
+        ["prism-fast doctor +doctor.render=false", "prism-fast doctor metrics.padvc.enabled=true",
+         "prism-fast doctor generate model=openai    # the key variable is set, the endpoint answers"]),
 }
 
 
@@ -137,16 +142,35 @@ def _early_answer(argv: list[str]) -> str | None:
     return None
 
 
+def _is_word(arg: str) -> bool:
+    """A bare word: neither a Hydra override (KEY=VALUE, +KEY=VALUE, ~KEY) nor a flag."""
+    return "=" not in arg and not arg.startswith(("-", "+", "~"))
+
+
+def unknown_command_text(word: str) -> str:
+    """One line for a first word that is no command: the closest command (difflib), or the list of them."""
+    import difflib
+
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.5)
+    hint = f"did you mean `prism-fast {close[0]}`?" if close else "settings are KEY=VALUE;"
+    return (f"prism-fast: unknown command {word!r}: {hint} Commands: {', '.join(COMMANDS)} "
+            "(prism-fast --help). Nothing was written.")
+
+
 def _rewrite_argv(argv: list[str]) -> list[str]:
     """Turn ``[COMMAND] [positional...] overrides`` into pure Hydra overrides."""
     renamed = [a for a in argv if a.lstrip("+~").startswith(("render.", "render="))]
     if renamed:  # the group configures package `execute` and carries its name (issue #16)
         raise SystemExit(f"{renamed[0]}: the config group `render` is now `execute` "
                          f"(e.g. {renamed[0].lstrip('+~').replace('render', 'execute', 1)}). Nothing was written.")
+    if argv and _is_word(argv[0]) and argv[0] not in COMMANDS:
+        raise SystemExit(unknown_command_text(argv[0]))
     if not argv or argv[0] not in COMMANDS:
         return argv
     command, rest = argv[0], argv[1:]
     out = [f"command={command}"]
+    if command == "doctor" and rest and rest[0] in COMMANDS:  # `doctor generate ...`: judge that command's needs
+        out.append(f"+doctor.command={rest.pop(0)}")
     if command == "inspect":
         positional = []
         while rest and "=" not in rest[0] and not rest[0].startswith("-") and len(positional) < 2:
@@ -166,6 +190,10 @@ def _app(cfg: DictConfig) -> None:
     from prism_fast.secret_env import withhold_secrets
 
     withhold_secrets([(cfg.get("model") or {}).get("endpoint", {}).get("api_key_env")])
+    # values no code path accepts, and a host without a usable sandbox: stopped here, before any file or Ray
+    from prism_fast.pipeline.preflight import preflight
+
+    preflight(cfg, command)
     module_name, func_name = HANDLERS[command].split(":")
     module = importlib.import_module(module_name)
     rc = getattr(module, func_name)(cfg)

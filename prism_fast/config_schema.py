@@ -95,6 +95,9 @@ class ExecuteSchema:
     tex_cache: TexCacheSchema = field(default_factory=TexCacheSchema)
     schedule: str = MISSING
     head_start: bool = True  # renders in the driver while Ray starts (pipeline/headstart.py)
+    # render every successful script twice and record both videos' sha256 (execute/determinism.py; rows:
+    # determinism_sha256, determinism_equal; warned when they differ)
+    determinism_check: bool = False
 
     def __post_init__(self) -> None:
         if self.schedule not in (MISSING, "longest_first", "input"):
@@ -136,6 +139,7 @@ class ExecuteSchema:
             play_hashing=self.play_hashing,
             fast_paths=bool(self.fast_paths),
             share_glyph_paths=bool(self.share_glyph_paths),
+            determinism_check=bool(self.determinism_check),
         )
         if self.manim_bin:
             kwargs["manim_bin"] = self.manim_bin

@@ -1,10 +1,15 @@
-"""``prism-fast doctor``: what this node will get, one line per capability — ok / degraded / missing.
+"""``prism-fast doctor``: what this node will get, one line per capability — ok / degraded / optional / missing.
 
-``degraded`` says what happens to the numbers (or only to speed); ``missing`` says what breaks and the fix.
+``degraded`` says what happens to the numbers (or only to speed); ``missing`` says what breaks and the fix;
+``optional`` marks a capability that is not there (or not at its best) but that the judged command, with the composed
+config, never uses (e.g. the embedding models while ``metrics.padvc.enabled=false``). The judged command is ``eval``
+unless named (``prism-fast doctor generate model=openai``: ``+doctor.command=generate``); :class:`Needs` says what
+it will use, and :func:`judge` turns every other shortfall into ``optional``. Exit status 1 only for ``missing``.
 Each check is a pure classification of facts (``check_*``, plain arguments) fed by a probe that takes the
 environment or paths it looks at as arguments (``probe_*``), so every line is testable without mocks: e.g.
 ``probe_tex(path=...)`` with a PATH that holds no ``latex``. Nothing here starts a Ray cluster or downloads
-anything; the render check goes through the real sandboxed render path (``execute.render.render_one``).
+anything; the render check goes through the real sandboxed render path (``execute.render.render_one``); for
+``generate`` the only request is one ``GET <base_url>/models`` (does the endpoint answer, is the key accepted).
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-OK, DEGRADED, MISSING = "ok", "degraded", "missing"
+OK, DEGRADED, MISSING, OPTIONAL = "ok", "degraded", "missing", "optional"
 GIB = 1 << 30
 SHM_MIN_BYTES = 2 * GIB          # Ray's object store lives in /dev/shm; below this it is cramped or moved to /tmp
 DISK_MIN_BYTES = 10 * GIB
@@ -27,6 +32,9 @@ DISK_CRITICAL_BYTES = 1 * GIB
 FONTS = ("DejaVu Sans", "Noto Sans CJK SC")
 TEX_BINARIES = ("latex", "dvisvgm")
 MANIM_VERSION = "0.19.0"
+# Installed versions that change videos, decoded frames or render errors (docs/design.md "Environment pins that
+# change results"); the tested versions are this package's own requirements (setup.py INSTALL_REQUIRES).
+PINNED = ("pillow", "av", "opencv-python", "manim")
 INSTALL_SYSTEM = "bash scripts/install_system_deps.sh (or the node image)"
 
 
@@ -76,6 +84,47 @@ def check_manim(version: str | None) -> Check:
                      "renders, errors and geometry may differ from the paper's: numbers not comparable",
                      f"pip install manim=={MANIM_VERSION}")
     return Check("manim", OK, f"manim {version}")
+
+
+def tested_pins(requires: list[str], names: tuple[str, ...] = PINNED) -> dict[str, str]:
+    """name -> version specifier of ``names`` among requirement strings (``metadata.requires``); extras skipped."""
+    from packaging.requirements import Requirement
+
+    found = {}
+    for text in requires:
+        req = Requirement(text)
+        if req.marker is None and req.name.lower() in names:
+            found[req.name.lower()] = str(req.specifier)
+    return found
+
+
+def probe_pins(names: tuple[str, ...] = PINNED) -> dict:
+    """The tested versions (this package's installed requirements) and the installed ones."""
+    try:
+        tested = tested_pins(metadata.requires("prism_fast") or [], names)
+    except metadata.PackageNotFoundError:
+        tested = {}
+    return {"tested": tested, "installed": {n: _dist_version(n) for n in names}}
+
+
+def _within(version: str | None, spec: str) -> bool:
+    from packaging.specifiers import SpecifierSet
+
+    return version is not None and SpecifierSet(spec).contains(version, prereleases=True)
+
+
+def check_pins(tested: dict[str, str], installed: dict[str, str | None]) -> Check:
+    if not tested:
+        return Check("pins", DEGRADED, "tested versions unknown (prism_fast is not installed as a package)",
+                     "Pillow/PyAV/OpenCV/manim versions unchecked: numbers may not be comparable", "pip install -e .")
+    off = {n: spec for n, spec in tested.items() if not _within(installed.get(n), spec)}
+    if off:
+        return Check("pins", DEGRADED, "outside the tested versions: " + "; ".join(
+                         f"{n} {installed.get(n) or 'not installed'} (tested {spec})" for n, spec in off.items()),
+                     "videos, decoded frames or render errors may differ from the tested set-up (docs/design.md "
+                     "\"Environment pins that change results\"): numbers not comparable",
+                     "pip install " + " ".join(f"'{n}{spec}'" for n, spec in off.items()))
+    return Check("pins", OK, ", ".join(f"{n} {installed[n]} ({tested[n]})" for n in tested) + ": the tested versions")
 
 
 def probe_tex(path: str) -> dict[str, str | None]:
@@ -193,10 +242,15 @@ def check_torch(facts: dict) -> Check:
                  "on a GPU node: NVIDIA driver for CUDA 13 (>= 580) and `docker run --gpus all`")
 
 
-def check_gpu_decoder(nvdec_ok: bool, detail: str, cuda_available: bool) -> Check:
+def check_gpu_decoder(nvdec_ok: bool, detail: str, cuda_available: bool, selected: bool = False) -> Check:
     if nvdec_ok and cuda_available:
         return Check("gpu_decoder", OK, f"NVDEC via {detail}: NV12 planes stay on the GPU (metrics.decoder=auto)")
     why = detail if not nvdec_ok else f"{detail} imports, but no CUDA device"
+    if selected:  # metrics.decoder=nvdec asks for it by name: no fallback
+        return Check("gpu_decoder", MISSING, f"metrics.decoder=nvdec but no GPU decoder ({why})",
+                     "TD/PADVC cannot decode a video: their rows are errors",
+                     'metrics.decoder=auto, or pip install ".[gpu]" on a GPU node with NVIDIA_DRIVER_CAPABILITIES '
+                     "including video")
     return Check("gpu_decoder", DEGRADED, f"no GPU decoder ({why})",
                  "frames decode on the CPU (OpenCV on a CPU device; PyAV planes converted on the GPU otherwise): "
                  "identical numbers, decoding is CPU-bound",
@@ -296,10 +350,97 @@ def check_embeddings(facts: dict) -> Check:
     return Check("embeddings", OK, f"zh: {facts['zh']}; en: {facts['en']}")
 
 
+def probe_paddleocr(model_dir: str | None) -> dict:
+    """PaddleOCR's distributions (not imported: seconds) and the local model folder it would load."""
+    where = Path(model_dir) if model_dir else None
+    return {"paddleocr": _dist_version("paddleocr"), "paddlepaddle": _dist_version("paddlepaddle"),
+            "model_dir": model_dir, "det": bool(where and (where / "det").is_dir()),
+            "rec": bool(where and (where / "rec").is_dir())}
+
+
+def check_paddleocr(facts: dict) -> Check:
+    consequence = "PADVC with metrics.padvc.ocr_backend=paddleocr stops before any work"
+    if not (facts["paddleocr"] and facts["paddlepaddle"]):
+        return Check("paddleocr", MISSING, "paddleocr / paddlepaddle not installed", consequence,
+                     'pip install -e ".[paddle]"')
+    if not (facts["det"] and facts["rec"]):
+        return Check("paddleocr", MISSING, f"paddleocr {facts['paddleocr']}; metrics.padvc.ocr.paddle_model_dir="
+                                           f"{facts['model_dir']} holds no det/ and rec/ models", consequence,
+                     "metrics.padvc.ocr.paddle_model_dir=<folder with det/ and rec/> (never downloaded)")
+    return Check("paddleocr", OK, f"paddleocr {facts['paddleocr']}, models in {facts['model_dir']}")
+
+
+def probe_decord() -> dict:
+    try:
+        import decord
+    except Exception as exc:  # noqa: BLE001 - reported as missing
+        return {"version": None, "error": f"{type(exc).__name__}: {exc}"}
+    return {"version": getattr(decord, "__version__", "?"), "error": None}
+
+
+def check_decord(facts: dict) -> Check:
+    if facts["version"] is None:
+        return Check("decord", MISSING, f"decord does not import ({facts['error']})",
+                     "metrics.decoder=decord cannot decode: TD/PADVC rows are errors",
+                     "pip install decord==0.6.0, or metrics.decoder=auto")
+    return Check("decord", OK, f"decord {facts['version']} (metrics.decoder=decord)")
+
+
+# --- generate: the endpoint and its key --------------------------------------------------------------------------
+
+def probe_endpoint(base_url: str, api_key: str | None, timeout_s: float = 5.0) -> dict:
+    """GET ``<base_url>/models`` (OpenAI-compatible servers list their models there): the HTTP status it answers
+    with (any status counts as an answer), or the error when nothing answered. The key goes only into the
+    Authorization header; the standard library honours HTTP(S)_PROXY / NO_PROXY."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    request = urllib.request.Request(base_url.rstrip("/") + "/models", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return {"status": response.status, "error": None, "key_sent": bool(api_key)}
+    except urllib.error.HTTPError as exc:
+        return {"status": exc.code, "error": None, "key_sent": bool(api_key)}
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return {"status": None, "error": f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}",
+                "key_sent": bool(api_key)}
+
+
+def check_api_key(var: str | None, is_set: bool) -> Check:
+    if not var:
+        return Check("api_key", OK, "model.endpoint.api_key_env null: requests carry no Authorization header")
+    if not is_set:
+        return Check("api_key", MISSING, f"{var} is not set (model.endpoint.api_key_env)",
+                     "the endpoint refuses every request: generate FAILED", f"export {var}=... (read from it only)")
+    return Check("api_key", OK, f"{var} is set (the value is never printed or written)")
+
+
+def check_endpoint(base_url: str | None, model_id: str | None, answer: dict | None) -> Check:
+    unset = [k for k, v in (("base_url", base_url), ("model_id", model_id)) if not v]
+    if unset:
+        return Check("endpoint", MISSING, f"model.endpoint.{'/'.join(unset)} not set", "generate cannot send a request",
+                     " ".join(f"model.endpoint.{k}=..." for k in unset))
+    status = (answer or {}).get("status")
+    if status is None:
+        return Check("endpoint", MISSING, f"{base_url} did not answer ({(answer or {}).get('error')})",
+                     "every request fails: generate FAILED (exit 1)",
+                     "start the server, or fix model.endpoint.base_url (and HTTP(S)_PROXY / NO_PROXY)")
+    if status in (401, 403) and answer.get("key_sent"):
+        return Check("endpoint", MISSING, f"{base_url} refused the key (HTTP {status} on GET /models)",
+                     "every request is refused: generate FAILED", "check the key in model.endpoint.api_key_env")
+    return Check("endpoint", OK, f"{base_url} answers (HTTP {status} on GET /models); model {model_id}")
+
+
 # --- sandbox, Ray, disk, shm -------------------------------------------------------------------------------------
 
-def check_sandbox(level: str, is_root: bool, missing: list[str]) -> Check:
+def check_sandbox(level: str, is_root: bool, missing: list[str], requested: str = "auto") -> Check:
     extra = f" (not available: {', '.join(missing)})" if missing else ""
+    if requested == "unsafe":  # the config opted out: said, not failed
+        return Check("sandbox", DEGRADED, f"execute.sandbox=unsafe: scripts run uncontained (this host: level {level})"
+                                          f"{extra}", "an untrusted script can read and change what this user can; "
+                                                      "rows record sandbox=unsafe",
+                     "execute.sandbox=auto on a host with root namespaces or bubblewrap (docs/security.md)")
     if level == "namespaces":
         return Check("sandbox", OK, f"level namespaces: root with mount + PID namespaces{extra}")
     if level == "bwrap":
@@ -366,65 +507,186 @@ def shm_size(path: str = "/dev/shm") -> int | None:
     return st.f_blocks * st.f_frsize
 
 
+# --- what the judged command uses ---------------------------------------------------------------------------------
+
+# check name -> the capability it is about; a capability the judged command does not use is `optional` there
+CAPABILITY = {"tex": "render", "fonts": "render", "render": "render", "sandbox": "render", "ray": "ray",
+              "embeddings": "embeddings", "ocr_ort": "rapidocr", "paddleocr": "paddleocr"}
+USED_BY = {"render": "commands that run scripts: eval, profile-render, inspect, generate.rounds>1",
+           "ray": "eval (its stages run in Ray)",
+           "embeddings": "PADVC: metrics.padvc.enabled=true, fit-reference",
+           "rapidocr": "PADVC with metrics.padvc.ocr_backend=rapidocr or scene",
+           "paddleocr": "PADVC with metrics.padvc.ocr_backend=paddleocr"}
+JUDGED = ("eval", "generate", "fit-reference", "profile-render", "report", "calibrate", "inspect")
+
+
+@dataclass
+class Needs:
+    """What the judged command will use with the composed config: ``uses`` maps a capability (:data:`USED_BY`)
+    to the setting that makes it used; the rest are the settings the checks compare against."""
+    command: str = "eval"
+    uses: dict[str, str] = field(default_factory=lambda: {"render": "eval", "ray": "eval"})
+    sandbox: str = "auto"
+    decoder: str = "auto"
+    cluster_address: str | None = None
+    models: dict = field(default_factory=dict)          # metrics.padvc.models
+    paddle_model_dir: str | None = None
+    endpoint: dict | None = None                         # generate: base_url, model_id, api_key_env
+
+
+def _sel(cfg, key: str, default=None):
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(cfg, key, default=default, throw_on_missing=False)
+    return default if value is None else value
+
+
+def _padvc_uses(cfg, command: str) -> dict[str, str]:
+    """The PADVC capabilities (embedding models, the OCR engine) ``command`` loads with this config."""
+    if command == "eval" and _sel(cfg, "metrics.padvc.enabled", False):
+        why = "metrics.padvc.enabled=true"
+    elif command == "fit-reference" and _sel(cfg, "fit_reference.padvc", True):
+        why = "fit-reference (fit_reference.padvc=true)"
+    else:
+        return {}
+    backend = _sel(cfg, "metrics.padvc.ocr_backend", "rapidocr")  # scene falls back to RapidOCR
+    return {"embeddings": why, ("paddleocr" if backend == "paddleocr" else "rapidocr"): f"{why}, ocr_backend={backend}"}
+
+
+def needs_from_config(cfg) -> Needs:
+    """What ``doctor.command`` (default ``eval``) will use with ``cfg``."""
+    from omegaconf import OmegaConf
+
+    from prism_fast.pipeline.preflight import runs_scripts
+
+    command = str(_sel(cfg, "doctor.command", "eval"))
+    if command not in JUDGED:
+        raise SystemExit(f"doctor.command={command}: doctor judges one of {', '.join(JUDGED)}")
+    uses = {"render": command} if runs_scripts(cfg, command) else {}
+    uses.update({"ray": command} if command == "eval" else {}, **_padvc_uses(cfg, command))
+    endpoint = None
+    if command == "generate":
+        ep = _sel(cfg, "model.endpoint")
+        ep = OmegaConf.to_container(ep, resolve=True, throw_on_missing=False) if ep is not None else {}
+        endpoint = {k: (None if ep.get(k) in (None, "???") else ep[k]) for k in ("base_url", "model_id", "api_key_env")}
+    decodes = command == "fit-reference" or (command == "eval" and (_sel(cfg, "metrics.td.enabled", True)
+                                                                    or "embeddings" in uses))
+    return Needs(command, uses, sandbox=str(_sel(cfg, "execute.sandbox", "auto")),
+                 decoder=str(_sel(cfg, "metrics.decoder", "auto")) if decodes else "auto",
+                 cluster_address=_sel(cfg, "cluster.address"), models=dict(_sel(cfg, "metrics.padvc.models", {})),
+                 paddle_model_dir=_sel(cfg, "metrics.padvc.ocr.paddle_model_dir"), endpoint=endpoint)
+
+
+def judge(checks: list[Check], needs: Needs) -> list[Check]:
+    """A shortfall of a capability ``needs`` does not use becomes ``optional`` (never fails the doctor)."""
+    out = []
+    for c in checks:
+        cap = CAPABILITY.get(c.name)
+        if cap and cap not in needs.uses and c.status != OK:
+            c = replace(c, status=OPTIONAL, consequence=f"not used by `{needs.command}` with these settings (used by "
+                                                         f"{USED_BY[cap]}); there: {c.consequence}")
+        out.append(c)
+    return out
+
+
 # --- the whole report --------------------------------------------------------------------------------------------
 
-def run_doctor(*, env: dict[str, str] | None = None, runs_root: str = "runs", cluster_address: str | None = None,
-               models: dict | None = None, render: bool = True, workdir: str | None = None) -> list[Check]:
-    """Every check, in the order a reader wants them. ``env`` (default ``os.environ``) supplies PATH for the
-    TeX, font and render checks."""
-    from prism_fast import buildinfo
+def _sandbox_facts() -> tuple[str, bool, list[str]]:
     from prism_fast.execute import sandbox
-    from prism_fast.video.decode import nvdec_status
-    from prism_fast.video.yuv import host_selftest
 
-    env = dict(os.environ if env is None else env)
-    path = env.get("PATH", "")
-    models = models or {}
-    checks = [check_build(buildinfo.version(), buildinfo.git_commit(env)),
-              check_manim(_dist_version("manim")),
-              check_tex(probe_tex(path)),
-              check_fonts(probe_fonts(path))]
-    if render:
-        checks.append(check_render(probe_render(env, workdir)))
-    torch_facts = probe_torch()
-    checks.append(check_torch(torch_facts))
-    checks.append(check_gpu_decoder(*nvdec_status(), torch_facts["cuda_available"]))
-    parity = host_selftest(workdir)
-    checks.append(check_yuv_parity(parity.identical, parity.max_abs_diff, parity.differing_fraction, parity.detail))
-    checks.append(check_ort(probe_ort(rapidocr_model())))
-    checks.append(check_embeddings(probe_embeddings(models.get("zh"), models.get("en"), models.get("hf_cache"))))
     host = sandbox.host_isolation()
     missing = [n for n, ok in (("network namespace", host.netns), ("capability drop", host.capdrop),
                                ("cgroup pids", host.cgroup_pids_root), ("cgroup memory", host.cgroup_memory_root))
                if not ok]
-    checks.append(check_sandbox(host.level, host.is_root, missing))
-    checks.append(check_ray(probe_ray(env), cluster_address))
+    return host.level, host.is_root, missing
+
+
+def _endpoint_facts(endpoint: dict) -> dict:
+    from prism_fast.secret_env import get_secret
+
+    var = endpoint.get("api_key_env")
+    key = get_secret(var) if var else None  # (the entry point moved secrets out of os.environ)
+    answer = probe_endpoint(endpoint["base_url"], key) if endpoint.get("base_url") else None
+    return {**endpoint, "key_set": bool(key), "answer": answer}
+
+
+def gather_facts(needs: Needs, *, env: dict[str, str], runs_root: str = "runs", render: bool = True,
+                 workdir: str | None = None) -> dict:
+    """Every probe's result (what :func:`checks_from_facts` judges); ``env`` supplies PATH."""
+    from prism_fast import buildinfo
+    from prism_fast.video.decode import nvdec_status
+    from prism_fast.video.yuv import host_selftest
+
+    path = env.get("PATH", "")
+    parity = host_selftest(workdir)
     root = Path(runs_root).resolve()
     existing = next((p for p in (root, *root.parents) if p.exists()), Path("/"))
-    checks.append(check_disk(str(existing), shutil.disk_usage(existing).free))
-    checks.append(check_shm(shm_size()))
-    return checks
+    models = needs.models
+    return {
+        "build": (buildinfo.version(), buildinfo.git_commit(env)), "manim": _dist_version("manim"),
+        "pins": probe_pins(), "tex": probe_tex(path), "fonts": probe_fonts(path),
+        "render": probe_render(env, workdir) if render else None, "torch": probe_torch(), "nvdec": nvdec_status(),
+        "yuv": (parity.identical, parity.max_abs_diff, parity.differing_fraction, parity.detail),
+        "ort": probe_ort(rapidocr_model()),
+        "embeddings": probe_embeddings(models.get("zh"), models.get("en"), models.get("hf_cache")),
+        "paddleocr": probe_paddleocr(needs.paddle_model_dir),
+        "decord": probe_decord() if needs.decoder == "decord" else None,
+        "sandbox": _sandbox_facts(), "ray": probe_ray(env),
+        "disk": (str(existing), shutil.disk_usage(existing).free), "shm": shm_size(),
+        "endpoint": _endpoint_facts(needs.endpoint) if needs.endpoint is not None else None,
+    }
 
 
-def format_report(checks: list[Check]) -> str:
-    counts = {s: sum(c.status == s for c in checks) for s in (OK, DEGRADED, MISSING)}
-    head = f"prism-fast doctor: {counts[OK]} ok, {counts[DEGRADED]} degraded, {counts[MISSING]} missing"
+def checks_from_facts(facts: dict, needs: Needs) -> list[Check]:
+    """Every line, judged against what ``needs`` uses (pure: the facts are plain data)."""
+    checks = [check_build(*facts["build"]), check_manim(facts["manim"]), check_pins(**facts["pins"]),
+              check_tex(facts["tex"]), check_fonts(facts["fonts"])]
+    checks += [check_render(facts["render"])] if facts.get("render") is not None else []
+    checks += [check_torch(facts["torch"]),
+               check_gpu_decoder(*facts["nvdec"], facts["torch"]["cuda_available"], needs.decoder == "nvdec"),
+               check_yuv_parity(*facts["yuv"]), check_ort(facts["ort"]), check_embeddings(facts["embeddings"]),
+               check_paddleocr(facts["paddleocr"])]
+    checks += [check_decord(facts["decord"])] if facts.get("decord") is not None else []
+    checks += [check_sandbox(*facts["sandbox"], requested=needs.sandbox), check_ray(facts["ray"], needs.cluster_address),
+               check_disk(*facts["disk"]), check_shm(facts["shm"])]
+    ep = facts.get("endpoint")
+    if ep is not None:
+        checks += [check_api_key(ep.get("api_key_env"), ep["key_set"]),
+                   check_endpoint(ep.get("base_url"), ep.get("model_id"), ep.get("answer"))]
+    return judge(checks, needs)
+
+
+def run_doctor(*, env: dict[str, str] | None = None, runs_root: str = "runs", needs: Needs | None = None,
+               render: bool = True, workdir: str | None = None) -> list[Check]:
+    """Every check, in the order a reader wants them, judged for ``needs`` (default: ``eval`` with the default
+    config). ``env`` (default ``os.environ``) supplies PATH for the TeX, font and render checks."""
+    needs = needs or Needs()
+    env = dict(os.environ if env is None else env)
+    return checks_from_facts(gather_facts(needs, env=env, runs_root=runs_root, render=render, workdir=workdir), needs)
+
+
+def exit_status(checks: list[Check]) -> int:
+    return 1 if any(c.status == MISSING for c in checks) else 0
+
+
+def format_report(checks: list[Check], command: str = "eval") -> str:
+    counts = {s: sum(c.status == s for c in checks) for s in (OK, DEGRADED, OPTIONAL, MISSING)}
+    head = (f"prism-fast doctor (for `{command}` with this config): "  # (a status no line has is not named)
+            + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s == OK))
     return "\n".join([head, *(c.line() for c in checks)])
 
 
 def doctor_from_config(cfg) -> int:
-    """``prism-fast doctor`` (``+doctor.render=false`` skips the two renders; ``+doctor.json=FILE`` also
-    writes the checks as JSON). Exit status 1 when anything is missing."""
+    """``prism-fast doctor [COMMAND]`` (``+doctor.render=false`` skips the two renders; ``+doctor.json=FILE`` also
+    writes the checks as JSON). Exit status 1 when something the judged command uses is missing."""
     opts = cfg.get("doctor") or {}
-    padvc = ((cfg.get("metrics") or {}).get("padvc") or {})
-    models = dict(padvc.get("models") or {})
-    address = (cfg.get("cluster") or {}).get("address")
-    checks = run_doctor(runs_root=str(cfg.get("runs_root") or "runs"), cluster_address=address, models=models,
-                        render=bool(opts.get("render", True)))
-    print(format_report(checks))
+    needs = needs_from_config(cfg)
+    checks = run_doctor(runs_root=str(cfg.get("runs_root") or "runs"), needs=needs,
+                        render=bool(opts.get("render", True)) and "render" in needs.uses)
+    print(format_report(checks, needs.command))
     if opts.get("json"):
         Path(str(opts["json"])).write_text(json.dumps([asdict(c) for c in checks], indent=2), encoding="utf-8")
-    return 1 if any(c.status == MISSING for c in checks) else 0
+    return exit_status(checks)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("has_script", _B),
         ("script_sha256", _S),
         ("script_path", _S),
-        # success | empty_after_cleanup | provider_error | reference | missing | path_outside_predictions
+        # success | empty_after_cleanup | provider_error | reference | missing | path_outside_predictions |
+        # not_a_regular_file | unreadable_prediction (execute/inputs.py; the tasks row's error_detail says which entry)
         ("clean_status", _S),
         ("format_pollution", _S),  # JSON evidence of what cleaning removed
     ],
@@ -80,17 +81,30 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("tex_cache", _S),
         ("tex_cache_hits", _I),
         ("tex_cache_published", _I),
-        ("tex_cache_reasons", _S),  # JSON list: why the TeX cache's gate refused hits and the format (texcache.py)
+        ("tex_cache_reasons", _S),  # JSON list: why the TeX cache's gate refused hits and the format (texcache.py;
+        # analysis_budget: a script past the static analyses' size bound, execute/script_reach.py MAX_NODES)
         # on | off | failed | unavailable | not_ready (head start before the driver's format) | declined (the gate)
         ("tex_format", _S),
         ("tex_format_compiles", _I),  # how many (the sample's own log; informational)
         ("tex_format_fallbacks", _I),  # compiles the format could not make: manim compiled them itself (warned)
         ("play_hashing", _B),  # false: rendered with --disable_caching (execute.play_hashing)
         ("fast_paths", _S),  # on | off | fallback | declined (the script reads the call stack): execute/fastpaths.py
+        # nondeterminism (execute/determinism.py, computed by the render worker, never in the script's process):
+        # JSON list of static marks {kind, name, line} (unseeded random/numpy draws, seedless seed() calls, random
+        # graph layouts, clock reads), null when none; with execute.determinism_check: JSON [sha256, sha256] of two
+        # renders' videos (the second null when it made none) and whether they are equal (null: not checked)
+        ("determinism_marks", _S),
+        ("determinism_sha256", _S),
+        ("determinism_equal", _B),
         ("onepass", _S),  # off | ineligible | shared | separate | fallback (audit/onepass.py)
-        ("onepass_reasons", _S),  # JSON list: why the audit could not share this render
+        ("onepass_reasons", _S),  # JSON list: why the audit could not share this render (analysis_budget: the
+        # static rule's size or step bound, audit/onepass_rules.py MAX_STEPS, execute/script_reach.py MAX_NODES)
         ("manim_executions", _I),  # Manim executions of this stage for the sample (2 = one-pass failed, re-rendered)
         ("env_fingerprint", _S),
+        # the real-video check of the mp4 (execute/videocheck.py): ok | invalid (error_kind=invalid_video, the
+        # reason in error_detail) | null (no mp4 was checked); the decoded frame count (null: decoding never started)
+        ("video_check", _S),
+        ("video_frames", _I),
         # error taxonomy (execution.md §6-§9): fine type, paper category, and the hallucination checker
         ("error_stage", _S),
         ("error_type", _S),
@@ -108,7 +122,7 @@ STAGE_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
         ("unresolved_names", _S),  # JSON list
         ("hallucination_keyword_findings", _S),  # JSON list
         ("hallucination_name_findings_enabled", _B),
-        ("hallucination_notes", _S),  # JSON list
+        ("hallucination_notes", _S),  # JSON list ("... analysis_budget ...": self.X checks stopped, hallucination.py)
         ("hallucination_checker_version", _S),
     ],
 }
@@ -152,15 +166,19 @@ STAGE_FIELDS["audit"] = [
     ("visual_issue_breakdown", _S),  # JSON {out_of_bounds, overlaps, leaks}
     ("error_msg", _S),
     ("visual_audit_report", _S),  # JSON per-scene, per-segment findings
-    ("audit_status", _S),  # the core's status: ok | audit_failed | timeout | no_script
+    # the core's status: ok | audit_failed | timeout | no_script | skipped (error_kind render_timed_out: the render
+    # timed out where a Spatial pass needs Exec success, Q-FUNNEL-1 fixed; nothing executed, audit/stage.py)
+    ("audit_status", _S),
     ("audit_mode", _S),  # fast | full
     ("returncode", _I),
     ("scene_errors", _S),  # JSON list
-    ("engine", _S),  # JSON: snapshots, atoms, point-edge tests, geometry backends
+    # JSON, computed by trusted code from the child's observations: snapshots taken, checked (by the cascade),
+    # atoms_max, point-edge tests, geometry backends
+    ("engine", _S),
     ("quirks_not_implemented", _S),  # JSON list
     ("report_path", _S),
     ("audit_cache_hit", _B),
-    ("audit_pass", _S),  # shared (report from the -ql render's execution) | separate (its own execution)
+    ("audit_pass", _S),  # shared (report from the -ql render's execution) | separate (its own execution) | skipped
     ("pictures", _S),  # JSON, only with audit.pictures: status, dir of segment_<k>.png + findings.json
     ("sandbox", _S),  # the execution's sandbox level (execute/sandbox.py); null for a shared one-pass report
     ("sandbox_protections", _S),

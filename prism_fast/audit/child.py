@@ -2,11 +2,12 @@
 
 Usage (one process per script; the parent is ``runner.py``)::
 
-    python -m prism_fast.audit.child <file> --json-out <report.json> --output-dir <dir>
+    python -m prism_fast.audit.child <file> --observations-out <obs.json> --output-dir <dir>
         [--config <AuditConfig JSON>] [--quirks-fixed Q-SPATIAL-8,...] [--meta-out <meta.json>]
 
-Exit code and stderr follow the authors' ``audit_single.py``: a SyntaxError escapes (exit 1, no JSON);
-errors inside scenes are reported on stderr, salvaged, and the JSON is still written (exit 0);
+It writes raw observations (``observations.py``), never a report: the parent computes the report from them
+(``verdict.py``). Exit code and stderr follow the authors' ``audit_single.py``: a SyntaxError escapes (exit 1, no
+file); errors inside scenes are reported on stderr, salvaged, and the file is still written (exit 0);
 SystemExit/KeyboardInterrupt are not caught.
 """
 
@@ -24,6 +25,7 @@ import warnings
 from pathlib import Path
 
 from prism_fast.audit.config import AuditConfig
+from prism_fast.audit.observations import encode_scenes
 from prism_fast.profile import Profile, QUIRK_IDS
 
 
@@ -60,14 +62,16 @@ def _setup_process(profile: Profile):
         install_shims()
 
 
-def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg: AuditConfig,
-              profile: Profile, meta: dict) -> dict:
+def run_audit(file_path: str, obs_out: str | None, output_dir: str | None, cfg: AuditConfig,
+              profile: Profile, meta: dict, seal: str | None = None) -> dict:
     import manim
     from manim import config
 
     from prism_fast.audit.hooks import install_fast_path, make_audit_scene
     from prism_fast.audit.inject import inject_names
     from prism_fast.audit.tamper import Guard, scrub_argv
+
+    from prism_fast.execute.observers import write_result as seal_write  # bound before the script can rebind it
 
     original_scene = manim.Scene
     audit_scene = make_audit_scene(original_scene, cfg, profile)
@@ -105,7 +109,11 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
             fastpaths.guard_glyph_paths(writers=(fastcopy.mobject_deepcopy_sharing_svg_paths.__code__,))
     meta["fast_paths"] = "on" if fast else "off"
     meta["mode"] = "full" if cfg.full_fidelity else "fast"
-    tmp_root = os.environ.get("PRISM_AUDIT_TMP_ROOT") or str(Path(tempfile.gettempdir()) / "prism_auditor")
+    tmp_root = os.environ.get("PRISM_AUDIT_TMP_ROOT")  # the parent's choice, in the sample's scratch
+    if not tmp_root:  # run by hand: this process's private run root, never a fixed shared name
+        from prism_fast.execute.sandbox import run_root
+
+        tmp_root = str(run_root())
     os.makedirs(tmp_root, exist_ok=True)
     for var in ("TMPDIR", "TEMP", "TMP"):
         os.environ.setdefault(var, tmp_root)
@@ -123,17 +131,22 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
     else:  # reference: manim.__dict__ overwrites __name__ and __file__
         ctx = {"__name__": "__main__", "__file__": str(file_path)}
         ctx.update(manim.__dict__)
-    reports: dict = {}
+    records: dict = {}  # scene name -> observations record (a later scene of the same name replaces it in place)
     errors: list = meta.setdefault("errors", [])
+    record_of = audit_scene.hooks.record_of
     original_cwd = os.getcwd()
     current = None
 
+    def keep(inst):
+        rec = record_of(inst)
+        if rec is not None:
+            records[rec[0]] = rec
+
     def salvage(inst, label):
-        if getattr(inst, "audit_log", None) or getattr(inst, "segment_snapshots", None):
+        if audit_scene.hooks.audit_log.fget(inst) or audit_scene.hooks.segment_snapshots.fget(inst):
             try:
-                inst.process_final_results()
-                if getattr(inst, "final_report", None):
-                    reports.update(inst.final_report)
+                audit_scene.hooks.process_final_results(inst)
+                keep(inst)
             except Exception as exc:
                 sys.stderr.write(f"{label}: {exc}\n")
 
@@ -180,8 +193,7 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
                 if profile.fixes("Q-SPATIAL-6"):  # improved: no config leak between scenes
                     config.save_last_frame, config.write_to_movie = saved
             tampered.update(guard.verify(inst))
-            if getattr(inst, "final_report", None):
-                reports.update(inst.final_report)
+            keep(inst)
     except Exception as exc:
         sys.stderr.write(f"Audit Runtime Error: {exc}\n")
         errors.append({"scene": None, "where": "runtime", "error": f"{type(exc).__name__}: {exc}"})
@@ -194,16 +206,37 @@ def run_audit(file_path: str, json_out: str | None, output_dir: str | None, cfg:
 
     tampered.update(guard.verify())
     meta["tampered"] = sorted(tampered)
-    if json_out:
-        Path(json_out).write_text(json.dumps(reports, indent=2, ensure_ascii=False), encoding="utf-8")
-    return reports
+    doc = encode_scenes(list(records.values()))
+    doc["tampered"] = meta["tampered"]  # (sealed with the observations: a later rewrite of the meta cannot drop it)
+    if obs_out and seal:  # sealed: the parent takes no file the script could have written in its place
+        seal_write({"out_file": obs_out, "seal": seal}, doc)
+    elif obs_out:  # run by hand (tools, tests): plain JSON
+        Path(obs_out).write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return doc
+
+
+def _take_seal(path: str | None) -> str | None:
+    """The observations' HMAC key, from the file the parent left in the scratch: read and removed before the
+    script runs (never in the environment or argv, which /proc shows the script)."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="ascii") as fh:
+            key = fh.read().strip()
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    bytes.fromhex(key)  # a malformed key is the parent's bug: fail loudly
+    return key
 
 
 def fork_entry(quirks: str):
     """The audit child as an entry of the execution service's fork server (``execute/worker.py``): loads
     manim, the audit modules and the profile's process set-up (shims) once; the returned ``main`` runs in
     each forked, sandboxed child with ``sys.argv = [python, -m, prism_fast.audit.child, ARGS...]``."""
-    from prism_fast.audit import atoms, cascade, hooks, inject, segments, stepping, fastcopy  # noqa: F401  (pre-import)
+    from prism_fast.audit import atoms, hooks, inject, observations, segments, stepping, fastcopy  # noqa: F401
 
     _setup_process(_profile_from(quirks))
     prefix = ["-m", "prism_fast.audit.child"]
@@ -221,12 +254,14 @@ def fork_entry(quirks: str):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="prism_fast.audit.child")
     parser.add_argument("file_path")
-    parser.add_argument("--json-out", default=None)
+    parser.add_argument("--observations-out", default=None)
     parser.add_argument("--output-dir", default=None)
     parser.add_argument("--config", default="{}", help="AuditConfig fields as JSON")
     parser.add_argument("--quirks-fixed", default="", help="comma-separated fixed quirk ids")
     parser.add_argument("--meta-out", default=None)
+    parser.add_argument("--seal-file", default=None, help="the observations' HMAC key (read and removed)")
     args = parser.parse_args(argv)
+    seal = _take_seal(args.seal_file)
     cfg = AuditConfig.from_dict(json.loads(args.config))
     profile = _profile_from(args.quirks_fixed)
     t0 = time.perf_counter()
@@ -234,17 +269,27 @@ def main(argv: list[str] | None = None) -> None:
     meta: dict = {"profile": profile.describe(), "setup_sec": round(time.perf_counter() - t0, 3)}
     meta_out = Path(args.meta_out).resolve() if args.meta_out else None
     try:
-        run_audit(args.file_path, args.json_out, args.output_dir, cfg, profile, meta)
+        run_audit(args.file_path, args.observations_out, args.output_dir, cfg, profile, meta, seal)
     finally:
         if meta_out is not None:
-            from prism_fast.audit.hooks import _ENGINE_TOTALS
-
             from prism_fast.audit.tamper import COMPLETION_KEY
 
-            meta["engine"] = _ENGINE_TOTALS.as_dict()
             meta["audit_sec"] = round(time.perf_counter() - t0, 3)
             meta[COMPLETION_KEY] = True
             meta_out.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    if seal:
+        _exit_now()
+
+
+def _exit_now() -> None:
+    """After the sealed observations: end the process before any more of the script's code can run (its ``atexit``
+    handlers, its threads: either could rewrite the file with a key it found in memory)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(0)
 
 
 if __name__ == "__main__":

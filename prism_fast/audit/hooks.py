@@ -15,9 +15,9 @@ import sys
 import numpy as np
 
 from prism_fast.audit.atoms import extract_atoms
-from prism_fast.audit.cascade import check_snapshot
 from prism_fast.audit.config import AuditConfig
-from prism_fast.audit.segments import SegmentLog, Snapshot, segment_report
+from prism_fast.audit.observations import STAND_IN, RawSnapshot
+from prism_fast.audit.segments import SegmentLog
 
 _REAL = {}
 # where the hooks' own stderr lines go; None = sys.stderr (the one-pass render keeps them off its stderr)
@@ -71,49 +71,68 @@ def _capture_frame(scene):
         return None
 
 
-def make_audit_scene(base_scene, cfg: AuditConfig, profile):
-    """Build the AuditScene class on top of the original ``Scene`` class ``base_scene``."""
+class _SceneState:
+    """The audit's state of one scene instance, kept in the hooks' closure (never an attribute of the scene: a
+    script's class or instance attribute of the same name must not stand in for it)."""
+
+    def __init__(self, half, every_checkpoint: bool, save_images: bool):
+        self.half = half
+        self.segment_log = SegmentLog(every_checkpoint=every_checkpoint)
+        self.save_images = save_images
+        self.record = None
+
+
+def make_audit_scene(base_scene, cfg: AuditConfig, profile, save_images: bool | None = None):
+    """Build the AuditScene class on top of the original ``Scene`` class ``base_scene``.
+
+    The hooks record raw snapshots only (``observations.RawSnapshot``); the verdict is computed by trusted code
+    from them (``verdict.py``). ``save_images``: copy each snapshot's frame (default: ``AUDIT_SAVE_IMAGES``)."""
     from manim import config
 
+    if save_images is None:
+        save_images = os.environ.get("AUDIT_SAVE_IMAGES", "1") != "0"
     returns_self = profile.fixes("Q-SPATIAL-8")
     every_checkpoint = profile.fixes("Q-SPATIAL-7")
     skip_trackers = profile.fixes("Q-SPATIAL-10")
-    per_component = profile.fixes("Q-SPATIAL-14")
-    composite_parent = profile.fixes("Q-SPATIAL-18")
     skip_invisible = profile.fixes("Q-SPATIAL-11")
     image_rings = profile.fixes("Q-SPATIAL-12")
     group_points = profile.fixes("Q-SPATIAL-15")
-    filled_lines = profile.fixes("Q-SPATIAL-16")
-    user_keywords = profile.fixes("Q-SPATIAL-17")
     camera_frame = profile.fixes("Q-SPATIAL-1")
     sampled_curves = profile.fixes("Q-SPATIAL-13")
     once_per_object = profile.fixes("Q-SPATIAL-20")
+    states: dict = {}  # id(scene) -> (scene, _SceneState)
+
+    def state_of(scene, create: bool = True):
+        entry = states.get(id(scene))
+        if entry is not None and entry[0] is scene:
+            return entry[1]
+        if not create:
+            return None
+        # created lazily: module-level changes to config.frame_width/height are respected
+        half = (float(getattr(config, "frame_width", 14.22)) / 2, float(getattr(config, "frame_height", 8.0)) / 2)
+        st = _SceneState(half, every_checkpoint, save_images)
+        states[id(scene)] = (scene, st)
+        return st
 
     class AuditHooks:
         """The three hooks (+ helpers) as a mixin; ``AuditScene = AuditHooks + base_scene``."""
 
         def ensure_audit_vars(self):
-            # created lazily: module-level changes to config.frame_width/height are respected
-            if not hasattr(self, "auditor"):
-                fw = float(getattr(config, "frame_width", 14.22))
-                fh = float(getattr(config, "frame_height", 8.0))
-                self.auditor = (fw / 2, fh / 2)
-            if not hasattr(self, "segment_log"):
-                self.segment_log = SegmentLog(every_checkpoint=every_checkpoint)
-            if not hasattr(self, "_save_audit_images"):
-                self._save_audit_images = os.environ.get("AUDIT_SAVE_IMAGES", "1") != "0"
+            state_of(self)
 
         @property
         def audit_log(self):
-            return self.segment_log.audit_log if hasattr(self, "segment_log") else []
+            st = state_of(self, create=False)
+            return st.segment_log.audit_log if st is not None else []
 
         @property
         def segment_snapshots(self):
-            return self.segment_log.segments if hasattr(self, "segment_log") else []
+            st = state_of(self, create=False)
+            return st.segment_log.segments if st is not None else []
 
         def remove(self, *mobjects):
-            self.ensure_audit_vars()
-            msg = self.segment_log.on_remove(len(mobjects))
+            st = state_of(self)
+            msg = st.segment_log.on_remove(len(mobjects))
             if msg:
                 _err().write(msg)
             result = super().remove(*mobjects)
@@ -122,65 +141,72 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile):
             return None  # Q-SPATIAL-8 reference: the hooked remove returns None
 
         def play(self, *args, **kwargs):
-            self.ensure_audit_vars()
-            self.segment_log.on_play_start()
+            st = state_of(self)
+            st.segment_log.on_play_start()
             super().play(*args, **kwargs)
             if self.mobjects:
-                self.segment_log.on_snapshot(self._audit_snapshot(self.segment_log.next_label()))
+                st.segment_log.on_snapshot(self._audit_snapshot(st.segment_log.next_label()))
 
         def render(self, preview=False):
-            self.ensure_audit_vars()
+            st = state_of(self)
             super().render(preview)
-            self.segment_log.on_render_end()
+            st.segment_log.on_render_end()
             self.process_final_results()
 
         def _audit_snapshot(self, label):
+            st = state_of(self)
             atoms = extract_atoms(self.mobjects, skip_value_trackers=skip_trackers, skip_invisible=skip_invisible,
                                   image_ring_order=image_rings, group_own_points=group_points,
                                   sampled_curves=sampled_curves, once_per_object=once_per_object)
             if not atoms:
                 return None
-            lx, ly = self.auditor
+            lx, ly = st.half
             center = None
             frame_mob = getattr(self.camera, "frame", None)
             if camera_frame and frame_mob is not None:  # Q-SPATIAL-1 fixed: OOB against the camera frame
                 lx, ly = float(frame_mob.width) / 2, float(frame_mob.height) / 2
                 center = np.asarray(frame_mob.get_center(), dtype=np.float64)[:2]
-            issues = check_snapshot(atoms, cfg, lx, ly, center=center, per_component_ids=per_component,
-                                    composite_needs_parent=composite_parent,
-                                    filled_lines_not_line_like=filled_lines,
-                                    user_name_keywords=user_keywords)
             dump = os.environ.get("PRISM_AUDIT_DUMP_ATOMS")
             if dump:  # fixture generation only: the snapshot's atoms as portable plain data
                 _dump_atoms(atoms, f"{dump}.{type(self).__name__}.{label}.pkl")
             # the reference copies the frame at every snapshot; the fast path only when images are requested
-            frame = _capture_frame(self) if (self._save_audit_images or cfg.full_fidelity) else None
-            _ENGINE_TOTALS.add(issues.stats, len(atoms))
+            frame = _capture_frame(self) if (st.save_images or cfg.full_fidelity) else None
             picture = None
-            if cfg.pictures:  # inspect pictures: a -ql raster of this checkpoint, after the checks (report unchanged)
+            if cfg.pictures:  # inspect pictures: a -ql raster of this checkpoint (the report is not involved)
                 from prism_fast.audit.pictures import capture_checkpoint
 
-                picture = capture_checkpoint(self, atoms, issues, (lx, ly), center, err=_err())
-            return Snapshot(label, issues.out_of_bounds, issues.overlaps, issues.leaks, frame=frame, picture=picture)
+                picture = capture_checkpoint(self, atoms, (lx, ly), center, err=_err())
+            return RawSnapshot(label, atoms, (lx, ly), center, frame=frame if st.save_images else None,
+                               picture=picture)
 
         def process_final_results(self):
-            self.ensure_audit_vars()
-            msg = self.segment_log.finalize()
+            st = state_of(self)
+            msg = st.segment_log.finalize()
             if msg:
                 _err().write(msg)
-            segments = self.segment_log.segments
-            if self._save_audit_images:
-                for i, snap in enumerate(segments):
-                    _save_png(snap, f"audit_{'error' if snap.has_issue() else 'sample'}_{i}.png")
+            log = st.segment_log
+            kept = log.kept()
+            where = {id(s): k for k, s in enumerate(kept)}
+            name = type(self).__name__
+            st.record = (name, kept, [where[id(s)] for s in log.segments], log.salvage, log.taken)
+            if st.save_images:
+                from prism_fast.audit.pictures import write_snapshot_frames
+
+                write_snapshot_frames(name, kept, err=_err())
             if cfg.pictures:
                 from prism_fast.audit.pictures import write_segment_pictures
 
-                write_segment_pictures(type(self).__name__, segments, err=_err())
-            self.final_report = {type(self).__name__: segment_report(segments)}
-            _err().write("\n" + json.dumps(self.final_report, indent=2, ensure_ascii=False) + "\n")
+                write_segment_pictures(name, kept, err=_err())
+            _err().write("\n" + json.dumps({name: STAND_IN}, indent=2, ensure_ascii=False) + "\n")
+
+    def record_of(scene):
+        """The scene's observations record after ``process_final_results`` (None before)."""
+        st = state_of(scene, create=False)
+        return None if st is None else st.record
 
     AuditScene = type("AuditScene", (AuditHooks, base_scene), {})
     AuditScene.hooks = AuditHooks
+    AuditHooks.record_of = staticmethod(record_of)
     return AuditScene
 
 
@@ -195,41 +221,3 @@ def _dump_atoms(atoms, path: str) -> None:
         rows.append(row)
     with open(path, "wb") as fh:
         pickle.dump(rows, fh)
-
-
-def _save_png(snap: Snapshot, filename: str) -> None:
-    if snap.frame is None:
-        sys.stderr.write(f"截图缺失 ({filename})\n")
-        return
-    try:
-        from PIL import Image
-
-        Image.fromarray(snap.frame).save(filename)
-    except Exception as exc:
-        sys.stderr.write(f"截图失败 ({filename}): {exc}\n")
-
-
-class _EngineTotals:
-    """Process-wide geometry counters, written to the meta file (not part of the report)."""
-
-    def __init__(self):
-        self.snapshots = 0
-        self.atoms_max = 0
-        self.tests = 0
-        self.backends: set = set()
-        self.matplotlib_polygons = 0
-
-    def add(self, stats, n_atoms):
-        self.snapshots += 1
-        self.atoms_max = max(self.atoms_max, n_atoms)
-        if stats is not None:
-            self.tests += stats.tests
-            self.backends.add(stats.backend)
-            self.matplotlib_polygons += stats.matplotlib_polygons
-
-    def as_dict(self):
-        return {"snapshots": self.snapshots, "atoms_max": self.atoms_max, "point_edge_tests": self.tests,
-                "backends": sorted(self.backends), "matplotlib_polygons": self.matplotlib_polygons}
-
-
-_ENGINE_TOTALS = _EngineTotals()

@@ -29,12 +29,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.fastcopy import may_share_svg_paths
 from prism_fast.audit.onepass_rule import static_reasons
 from prism_fast.audit.onepass_rules import UNHOOKED_ONLY
 from prism_fast.audit.onepass_store import (cache_shared_audit, load_shared_audit, store_separate_audit,
                                             store_shared_audit)
 from prism_fast.audit.tamper import static_evidence
+from prism_fast.audit.verdict import VerdictTimeout, verdict_bounded
 from prism_fast.execute import texcache
 from prism_fast.execute.cache import RenderCache
 from prism_fast.execute.observers import Observer
@@ -88,7 +90,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     watch = observer(audit_cfg)
     row = render_one(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observers=(watch,),
                      share_svg_paths=share)
-    doc = watch.result
+    doc = _judged(watch.result, audit_cfg, profile)
     if unhooked_only and doc is not None and not doc.get("unhooked"):
         # a camera access only an unhooked scene may have (onepass_rules): a hooked scene was audited here, so
         # its report is not taken (the render itself is a plain one: nothing render-changing was found)
@@ -129,6 +131,26 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
                    _onepass_audit={"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0),
                                    "engine": doc.get("engine")})
     return row
+
+
+def _judged(doc: dict | None, audit_cfg: dict, profile) -> dict | None:
+    """The child's sealed result with the report computed here, from its raw observations (``verdict.py``): a
+    ``report`` or ``engine`` the child wrote is never read. Malformed observations are a reason (the sample takes
+    the separate audit)."""
+    if not isinstance(doc, dict):
+        return doc
+    doc = {k: v for k, v in doc.items() if k not in ("report", "engine")}
+    obs = doc.pop("observations", None)
+    if obs is None:
+        return doc
+    cfg = AuditConfig.from_dict(audit_cfg)
+    try:
+        doc["report"], doc["engine"], _ = verdict_bounded(obs, cfg, profile, cfg.timeout_sec)
+    except VerdictTimeout:
+        doc["reasons"] = [*(doc.get("reasons") or []), "observations:verdict_timeout"]
+    except Exception as exc:  # noqa: BLE001 - whatever the document does to the reader is the script's doing
+        doc["reasons"] = [*(doc.get("reasons") or []), f"observations:{type(exc).__name__}: {str(exc)[:120]}"]
+    return doc
 
 
 def _render_plain_again(sample_id, script_text, out_dir, cfg, profile, file_path, runner, observed: dict,
@@ -234,7 +256,11 @@ def render_and_hand_off(sample_id: str, script: str, out_dir, cfg, profile, runn
     the shared report, or, for a sample the render could not audit, ``separate_audit(sample_id, script)``'s row
     right here (no stage barrier around the few separate audits; a failure there costs nothing but the early
     row: the audit stage audits the sample itself). Returns the exec row with ``onepass``, ``onepass_reasons``
-    (JSON text, as the store keeps it) and ``manim_executions``."""
+    (JSON text, as the store keeps it) and ``manim_executions``. A render that timed out where no audit of it can
+    pass (``audit/stage.py`` ``skips_audit``: a Spatial pass needs Exec success) gets no separate audit: the audit
+    stage records it as skipped (``render_timed_out``) without executing the script."""
+    from prism_fast.audit.stage import skips_audit
+
     # a separate audit right after the render takes the render's TeX compiles along (execute/texcache.py own_svgs)
     with (texcache.own_svgs() if separate_audit is not None and cfg.tex_cache_dir else contextlib.nullcontext()):
         if audit_cfg is None:  # audit.one_pass=off (or no audit): the old two-execution behaviour
@@ -246,6 +272,8 @@ def render_and_hand_off(sample_id: str, script: str, out_dir, cfg, profile, runn
         shared = row.pop("_onepass_audit", None)
         if shared is not None:  # the audit stage picks this row up instead of executing the script again
             store_shared_audit(sample_id, script, shared, audit_dir, audit_cfg)
+        elif skips_audit(row, profile):  # a render that timed out, where no audit of it can pass: none is run (the
+            pass  # audit stage records its skipped row, render_timed_out, from this exec row)
         elif separate_audit is not None:  # not shared: the separate audit, now, in the caller's process
             try:
                 store_separate_audit(sample_id, script, separate_audit(sample_id, script), audit_dir, audit_cfg)

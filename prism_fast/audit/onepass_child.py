@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import collections.abc
+import io
 import itertools
 import json
 import operator
@@ -30,6 +31,7 @@ import types
 from prism_fast.audit import hooks, onepass_rules
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.inject import inject_names
+from prism_fast.audit.observations import encode_scenes
 from prism_fast.audit.tamper import Guard
 from prism_fast.execute.observers import write_result
 from prism_fast.profile import REFERENCE
@@ -80,7 +82,8 @@ class _State:
         self.failure = None  # onepass_failure.Frames.examine's verdict on the exception manim printed
         self.repr_seen = False
         self.unhooked: set[str] = set()  # audited scene classes outside the hooked Scene (Q-SPATIAL-1)
-        self.salvaged = None  # the failed scene's salvaged report, once computed
+        self.salvaged = None  # the failed scene's salvaged observation records, once computed
+        self.hooks = None  # the audit scene's hooks mixin (its record_of, its own properties)
         self.baseline = None  # the libraries' callables after install (_library_callables)
         self.watch = None  # _Watch over the baseline: a cheap "anything changed?" before the full comparison
         self.baseline_asked = False  # the baseline is taken once, before the script's module runs
@@ -167,7 +170,8 @@ def _install(state: _State) -> None:
 
     cfg = AuditConfig.from_dict(state.req.get("audit_cfg", {}))
     original_scene = manim.Scene
-    audit_scene = hooks.make_audit_scene(original_scene, cfg, REFERENCE)
+    # no frame copies, no PNG: the render's frames stay untouched
+    audit_scene = hooks.make_audit_scene(original_scene, cfg, REFERENCE, save_images=False)
     quiet = io.StringIO()  # the audit's own stderr lines must not reach the render's stderr
     pure = tuple(getattr(manim, n) for n in PURE_ANIMATIONS if hasattr(manim, n))
     pure_set = set(pure)
@@ -230,11 +234,6 @@ def _install(state: _State) -> None:
                     state.flag(f"scene_override:<mixed_bases:{cls.__name__}>")
             except Exception as exc:  # noqa: BLE001
                 state.flag(f"guard_error:{type(exc).__name__}")
-
-        def ensure_audit_vars(self):
-            if not hasattr(self, "_save_audit_images"):
-                self._save_audit_images = False  # no frame copies, no PNG: the render's frames stay untouched
-            super().ensure_audit_vars()
 
         def compile_animation_data(self, *args, **kwargs):
             state.check_patches(self)
@@ -344,6 +343,7 @@ def _install(state: _State) -> None:
     original_scene.compile_animation_data = compile_animation_data
     manim.Scene = OnePassScene
     state.guard = Guard(audit_scene, trusted=(OnePassScene,))
+    state.hooks = audit_scene.hooks
 
     real_get_module = module_ops.get_module
     real_spec = importlib.util.spec_from_file_location
@@ -1492,25 +1492,29 @@ def _patched(baseline: dict, now: dict | None = None) -> list[str]:
     return sorted(out)[:5]
 
 
-def _salvaged_report(state: _State, failure: dict) -> dict:
-    """The report the audit-only run writes for a script whose scene raised (child.run_audit, spatial_audit.md §3
-    step 6): the scene's snapshots salvaged when it has any (process_final_results' salvage case), else ``{}``;
-    an exception outside the scene's render (module, constructor) salvages no instance (one scene class)."""
-    reports: dict = {}
+def _salvaged_records(state: _State, failure: dict) -> list:
+    """The observations the audit-only run writes for a script whose scene raised (child.run_audit,
+    spatial_audit.md §3 step 6): the scene's snapshots salvaged when it has any (process_final_results' salvage
+    case), else none (report ``{}``); an exception outside the scene's render (module, constructor) salvages no
+    instance (one scene class)."""
     scene = state.scene
-    if failure.get("where") == "render" and scene is not None:
-        if getattr(scene, "audit_log", None) or getattr(scene, "segment_snapshots", None):
+    mixin = state.hooks
+    if failure.get("where") == "render" and scene is not None and mixin is not None:
+        if mixin.audit_log.fget(scene) or mixin.segment_snapshots.fget(scene):
             t0 = time.perf_counter()
+            hooks.ERR_STREAM = io.StringIO()  # the audit's own stderr lines must not reach the render's stderr
             try:
-                scene.process_final_results()
+                mixin.process_final_results(scene)
             except Exception as exc:  # noqa: BLE001 - the audit-only run reports it; this sample is re-run
                 state.flag(f"salvage_failed:{type(exc).__name__}")
-                return {}
+                return []
             finally:
+                hooks.ERR_STREAM = None
                 state.audit_sec += time.perf_counter() - t0
-            if getattr(scene, "final_report", None):
-                reports.update(scene.final_report)
-    return reports
+            rec = mixin.record_of(scene)
+            if rec is not None:
+                return [rec]
+    return []
 
 
 def _write_side_file() -> None:
@@ -1525,7 +1529,7 @@ def _write_side_file() -> None:
         scene = state.scene
         for evidence in (state.guard.verify(scene) if state.guard is not None else ["no_guard"]):
             state.flag(f"tamper:{evidence}")  # the separate audit then judges (and marks) the script
-        report = None
+        records = None  # the observation records of the audited scene (the parent computes the report)
         failure = state.failure
         unhooked = bool(state.audited) and set(state.audited) <= state.unhooked
         if unhooked:
@@ -1534,18 +1538,19 @@ def _write_side_file() -> None:
             state.reasons = [r for r in state.reasons if not r.startswith("unhooked_scene:")]
         if failure is not None and failure.get("accept"):
             if state.salvaged is None:
-                state.salvaged = {} if unhooked else _salvaged_report(state, failure)
-            report = state.salvaged
+                state.salvaged = [] if unhooked else _salvaged_records(state, failure)
+            records = state.salvaged
         elif failure is not None:
             state.flag("failure_not_shared")  # (also if the script printed an exception itself and went on)
         elif unhooked:
-            report = {}
-        elif scene is not None and getattr(scene, "final_report", None) is not None:
-            report = scene.final_report
+            records = []
+        elif scene is not None and state.hooks is not None and state.hooks.record_of(scene) is not None:
+            records = [state.hooks.record_of(scene)]
         elif not state.reasons:
             state.flag("no_report")
-        doc = {"reasons": state.reasons, "audited_scenes": state.audited, "report": report,
-               "audit_sec": round(state.audit_sec, 6), "engine": hooks._ENGINE_TOTALS.as_dict()}
+        observations = None if records is None else encode_scenes(records)
+        doc = {"reasons": state.reasons, "audited_scenes": state.audited, "observations": observations,
+               "audit_sec": round(state.audit_sec, 6)}
         if unhooked:
             doc["unhooked"] = True
         if failure is not None:

@@ -20,7 +20,7 @@ from prism_fast.execute.script_reach import DUNDER as _DUNDER
 from prism_fast.execute.script_reach import a_class as _a_class
 from prism_fast.execute.script_reach import annotation_nodes as _annotations
 from prism_fast.execute.script_reach import format_reads_attributes as _format_reads_attributes
-from prism_fast.execute.script_reach import import_reasons
+from prism_fast.execute.script_reach import import_reasons, over_budget
 from prism_fast.execute.script_reach import keyword_forwards as _keyword_forwards
 from prism_fast.execute.script_reach import literal_keywords as _literal_keywords
 from prism_fast.execute.script_reach import private as _private
@@ -65,10 +65,14 @@ def static_reasons(source: str) -> list[str]:
         return ["syntax_error"]
     except (RecursionError, MemoryError):
         return ["too_deep_to_parse"]
+    if over_budget(tree):  # past the analyses' size bound (script_reach.MAX_NODES): not eligible, not analysed
+        return [onepass_rules.ANALYSIS_BUDGET]
     try:
         return _static_reasons(tree)
     except (RecursionError, MemoryError):  # a walk over a pathologically nested tree: not eligible, no crash
         return ["too_deep_to_analyse"]
+    except onepass_rules.AnalysisBudget:  # the precise rules' step bound (onepass_rules.MAX_STEPS)
+        return [onepass_rules.ANALYSIS_BUDGET]
 
 
 def _static_reasons(tree: ast.AST) -> list[str]:

@@ -68,6 +68,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import threading
+from collections import deque
 
 MAIN = "__main__"
 SAFE_CONFIG_KEYS = frozenset({"frame_width", "frame_height", "frame_x_radius", "frame_y_radius",
@@ -175,6 +177,35 @@ UPDATER_KEYWORDS = frozenset({"index", "call_updater"})
 # ----------------------------------------------------------------------------------------------------------
 # Static side
 
+# The static rule's work bound (a count of judgement steps, never time: the same answer on a loaded machine).
+# Every pass of the rule is linear in the script's size (``script_reach.MAX_NODES`` bounds that); judging the
+# script's functions as helpers and updaters re-reads a nested function once per enclosing function, so its cost
+# also grows with the nesting depth, which this bounds. Past it the script is not one-pass eligible
+# (reason ANALYSIS_BUDGET) and the child's updater policy approves nothing. A chain of 3000 helper functions takes
+# ~6 000 steps (~48 000 with parameters and nested helpers), a bundled sample under 400.
+MAX_STEPS = 2_000_000
+ANALYSIS_BUDGET = "analysis_budget"  # (the reason of execute/script_reach.py's size bound too)
+
+
+class AnalysisBudget(Exception):
+    """The rule ran past :data:`MAX_STEPS`: the script is not judged (reason :data:`ANALYSIS_BUDGET`)."""
+
+
+_budget = threading.local()  # .left: the steps left to the analyse() running in this thread (None: unbounded)
+
+
+def _step(n: int = 1) -> None:
+    left = getattr(_budget, "left", None)
+    if left is not None:
+        _budget.left = left = left - n
+        if left < 0:
+            raise AnalysisBudget(ANALYSIS_BUDGET)
+
+
+def steps_used() -> int | None:
+    """Steps the last :func:`analyse` of this thread took (for tests and measurements)."""
+    return getattr(_budget, "used", None)
+
 
 class Analysis:
     """What :func:`analyse` found: nodes the generic flag rules must not flag, subtrees that never run in
@@ -189,6 +220,7 @@ class Analysis:
         self.updaters: dict[tuple[int, str], str | None] = {}
         self.redraws: set[tuple[int, str]] = set()  # the same for always_redraw functions
         self.unhooked_only: dict[int, str] = {}  # node id -> what it is, for the reason ``unhooked_only:<what>``
+        self.judged: dict[tuple, tuple] = {}  # (function node id, kind, params) -> updater_problem's answer
 
     def add(self, reason: str) -> None:
         if reason not in self.reasons:
@@ -196,10 +228,10 @@ class Analysis:
 
 
 def walk(tree: ast.AST, skip: set[int]):
-    """``ast.walk`` without the subtrees listed in ``skip`` (by ``id``)."""
-    todo = [tree]
+    """``ast.walk`` without the subtrees listed in ``skip`` (by ``id``); the same breadth-first order."""
+    todo = deque([tree])  # (a list's pop(0) made every walk quadratic in the script's size)
     while todo:
-        node = todo.pop(0)
+        node = todo.popleft()
         if id(node) in skip:
             continue
         yield node
@@ -239,7 +271,20 @@ def _binds_module_name(tree: ast.AST) -> bool:
     return False
 
 
-def analyse(tree: ast.Module) -> Analysis:
+def analyse(tree: ast.Module, max_steps: int | None = None) -> Analysis:
+    """What the precise rules decide for ``tree``; raises :class:`AnalysisBudget` past ``max_steps`` (default
+    :data:`MAX_STEPS`)."""
+    max_steps = MAX_STEPS if max_steps is None else max_steps
+    outer = getattr(_budget, "left", None)
+    _budget.left = max_steps
+    try:
+        return _analyse(tree)
+    finally:
+        _budget.used = max_steps - _budget.left
+        _budget.left = outer
+
+
+def _analyse(tree: ast.Module) -> Analysis:
     out = Analysis()
     # module-level `if __name__ == "__main__":` -- the branch that runs in neither execution is skipped, unless the
     # script binds `__name__` itself (`class __name__(metaclass=EqualsAnything)` makes the test true in both
@@ -351,7 +396,10 @@ def _updater_call(call: ast.Call, out: Analysis, defined: set[str], defs: dict, 
     elif not isinstance(fn, ast.Lambda):
         out.add(f"{kind}_not_a_literal_function")
         return
-    problem, root = updater_problem(fn, nparams, kind, defined, helpers)
+    key = (id(fn), kind, nparams)  # one function handed to many add_updater calls is judged once
+    if key not in out.judged:
+        out.judged[key] = updater_problem(fn, nparams, kind, defined, helpers)
+    problem, root = out.judged[key]
     if problem:
         out.add(f"{kind}_body:{problem}")
         return
@@ -366,27 +414,74 @@ def _code_name(fn) -> str:
     return "<lambda>" if isinstance(fn, ast.Lambda) else fn.name
 
 
+class _Scope:
+    """Helper names seen from inside a function: the enclosing ones (``base``, any container) and the nested
+    helpers defined so far (``own``), without copying ``base`` at every nesting level (that copy, once per
+    function and pass, made the helper fixpoint cubic in the number of functions)."""
+
+    __slots__ = ("base", "own")
+
+    def __init__(self, base, own=frozenset()):
+        self.base, self.own = base, own
+
+    def __contains__(self, name) -> bool:
+        return name in self.own or name in self.base
+
+
+class _Assumed:
+    """The helper set while one function is judged on its own: every candidate helper counts as one, and the
+    candidates the judgement relied on are recorded (``used``)."""
+
+    __slots__ = ("candidates", "used")
+
+    def __init__(self, candidates):
+        self.candidates, self.used = candidates, set()
+
+    def __contains__(self, name) -> bool:
+        if name in self.candidates:
+            self.used.add(name)
+            return True
+        return False
+
+
 def _pure_helpers(defs: dict, stores: set[str], defined: set[str]) -> frozenset:
     """Names of the script's functions (one def of the name, never rebound) whose body is local assignments,
-    pure nested helpers and one ``return`` of a pure expression: callable from an updater."""
-    helpers: frozenset = frozenset()
-    while True:
-        found = set()
-        for name, nodes in defs.items():
-            if len(nodes) != 1 or name in stores:
-                continue
-            fn = nodes[0]
-            nparams = len(fn.args.posonlyargs) + len(fn.args.args)
-            if _function_problem(fn, nparams, defined, helpers) is None:
-                found.add(name)
-        if found <= helpers:
-            return helpers
-        helpers = helpers | frozenset(found)
+    pure nested helpers and one ``return`` of a pure expression: callable from an updater.
+
+    The least set closed under "pure, given that the helpers it calls are": each function is judged once with
+    every candidate assumed a helper, recording the candidates it called (a candidate is a name ``defined``
+    binds, so it is refused unless it is a helper: a call of it decides nothing else); it is a helper when that
+    judgement finds no problem and every candidate it called is a helper, which a worklist settles in time linear
+    in the number of calls (a chain ``f1 -> f0, f2 -> f1, ...`` of n functions took n full passes before)."""
+    candidates = {name: nodes[0] for name, nodes in defs.items() if len(nodes) == 1 and name not in stores}
+    waiting: dict[str, int] = {}  # candidate -> its callees not yet known to be helpers
+    callers: dict[str, list[str]] = {}
+    ready = []
+    for name, fn in candidates.items():
+        assumed = _Assumed(candidates)
+        nparams = len(fn.args.posonlyargs) + len(fn.args.args)
+        if _function_problem(fn, nparams, defined, assumed) is not None:
+            continue
+        waiting[name] = len(assumed.used)
+        for callee in assumed.used:
+            callers.setdefault(callee, []).append(name)
+        if not assumed.used:
+            ready.append(name)
+    helpers = set()
+    while ready:
+        name = ready.pop()
+        helpers.add(name)
+        for caller in callers.get(name, ()):
+            waiting[caller] -= 1
+            if waiting[caller] == 0:
+                ready.append(caller)
+    return frozenset(helpers)
 
 
 def _function_problem(fn, nparams, defined, helpers) -> str | None:
     """A pure function: positional parameters only (no ``dt``), local assignments, pure nested helpers, one
-    final ``return`` of a pure expression."""
+    final ``return`` of a pure expression. ``helpers``: any container of names (``in`` only)."""
+    _step()
     args = fn.args
     if args.vararg or args.kwarg or args.kwonlyargs or getattr(fn, "decorator_list", None):
         return "signature"
@@ -400,26 +495,28 @@ def _function_problem(fn, nparams, defined, helpers) -> str | None:
         if why:
             return why
     body = _strip_docstring(fn.body)
-    local = set(helpers)
+    # the enclosing helpers and this body's pure nested helpers defined so far (``own`` grows in place: a nested
+    # judgement has returned before the next name is added)
+    local = _Scope(helpers, set())
     for i, stmt in enumerate(body):
         if isinstance(stmt, ast.FunctionDef):
             n = len(stmt.args.posonlyargs) + len(stmt.args.args)
-            why = _function_problem(stmt, n, defined, frozenset(local))
+            why = _function_problem(stmt, n, defined, local)
             if why:
                 return f"nested:{why}"
-            local.add(stmt.name)
+            local.own.add(stmt.name)
             continue
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Name,
                                                                                                       ast.Tuple)):
             if isinstance(stmt.targets[0], ast.Tuple) and not all(isinstance(e, ast.Name)
                                                                   for e in stmt.targets[0].elts):
                 return "statement:Assign"
-            why = _pure(stmt.value, None, defined, frozenset(local))
+            why = _pure(stmt.value, None, defined, local)
             if why:
                 return why
             continue
         if isinstance(stmt, ast.Return) and stmt.value is not None and i == len(body) - 1:
-            return _pure(stmt.value, None, defined, frozenset(local))
+            return _pure(stmt.value, None, defined, local)
         return f"statement:{type(stmt).__name__}"
     return "no_return"
 
@@ -456,6 +553,7 @@ def updater_problem(fn, nparams: int, kind: str, defined: set[str], helpers: fro
     which the run-time check requires to be the mobject the updater is attached to -- whose arguments are
     pure and never mention that mobject. ``kind == "redraw"``: no parameter; a pure function (local
     assignments, pure nested helpers, one ``return`` of a pure expression)."""
+    _step(_size(fn))  # (it walks the function a few times: its names, its locals)
     if kind == "redraw":
         if isinstance(fn, ast.Lambda):
             a = fn.args
@@ -536,6 +634,10 @@ def _updater_problem(fn, nparams, defined, helpers):
             if _mentions(arg, root):
                 return "reads_updated_mobject", None
     return None, (None if root == receiver else root)
+
+
+def _size(node) -> int:
+    return sum(1 for _ in ast.walk(node))
 
 
 def _mentions(node, name: str) -> bool:
@@ -730,6 +832,7 @@ def _constructor(name: str, defined: set[str]) -> bool:
 
 def _pure(node, receiver, defined, helpers=frozenset()) -> str | None:
     """Why evaluating ``node`` could change state or read the updated mobject, or None."""
+    _step()
     if node is None or isinstance(node, (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop,
                                          ast.boolop)):
         return None
@@ -814,8 +917,8 @@ class UpdaterPolicy:
                 with open(code_file, encoding="utf-8") as fh:
                     analysis = analyse(ast.parse(fh.read()))
                 self.updaters, self.redraws = analysis.updaters, analysis.redraws
-            except (OSError, SyntaxError, ValueError, RecursionError):
-                pass
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError, AnalysisBudget):
+                pass  # nothing approved: every updater is a reason
         self._redraw_code = _always_redraw_code()
 
     def classify(self, updater, mob) -> tuple[str, object] | None:

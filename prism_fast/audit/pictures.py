@@ -52,15 +52,15 @@ def finding_ids(out_of_bounds: list, overlaps: list, leaks: list) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def capture_checkpoint(scene, atoms, issues, half_size: tuple[float, float], center=None, err=None) -> dict:
-    """The picture record of one snapshot: PNG bytes of the frame (or the error) and the finding atoms' bboxes.
-    ``err``: the hooks' stderr stream (the one-pass render redirects it), default ``sys.stderr``."""
+def capture_checkpoint(scene, atoms, half_size: tuple[float, float], center=None, err=None) -> dict:
+    """The picture record of one snapshot: PNG bytes of the frame (or the error) and every atom's bbox (the
+    findings are decided outside this process). ``err``: the hooks' stderr stream (the one-pass render redirects
+    it), default ``sys.stderr``."""
     lx, ly = float(half_size[0]), float(half_size[1])
     cx, cy = (0.0, 0.0) if center is None else (float(center[0]), float(center[1]))
-    wanted = set(finding_ids(issues.out_of_bounds, issues.overlaps, issues.leaks))
     bboxes = {}
     for a in atoms:
-        if a.id in wanted and len(a.xy):
+        if len(a.xy):
             lo, hi = np.min(a.xy, axis=0), np.max(a.xy, axis=0)
             bboxes[a.id] = [float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])]
     record = {"frame": {"center": [cx, cy], "width": 2 * lx, "height": 2 * ly},
@@ -82,19 +82,19 @@ def capture_checkpoint(scene, atoms, issues, half_size: tuple[float, float], cen
     return record
 
 
-def write_segment_pictures(scene_name: str, segments, err=None) -> None:
-    """``<dir>/<Scene>.Segment_<i>.png`` + ``.json`` for every segment that carries a picture record (``err`` as
-    for :func:`capture_checkpoint`)."""
+def write_segment_pictures(scene_name: str, snapshots, err=None) -> None:
+    """``<dir>/<Scene>.<label>.png`` + ``.json`` for every kept snapshot that carries a picture record (``err`` as
+    for :func:`capture_checkpoint`); the parent names the segments' ones (:func:`name_segment_files`)."""
     out = Path(os.environ.get(PICTURES_ENV) or Path.cwd() / "audit_pictures")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for i, snap in enumerate(segments):
+        for snap in snapshots:
             pic = getattr(snap, "picture", None)
             if pic is None:
                 continue
-            stem = f"{scene_name}.Segment_{i}"
+            stem = f"{scene_name}.{snap.label}"
             meta = {k: v for k, v in pic.items() if k != "png"}
-            meta.update(scene=scene_name, segment=f"Segment_{i}", label=snap.label, has_png=pic["png"] is not None)
+            meta.update(scene=scene_name, label=snap.label, has_png=pic["png"] is not None)
             if pic["png"] is not None:
                 (out / f"{stem}.png").write_bytes(pic["png"])
             (out / f"{stem}.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -102,9 +102,65 @@ def write_segment_pictures(scene_name: str, segments, err=None) -> None:
         (err or sys.stderr).write(f"[audit pictures] writing pictures failed: {type(exc).__name__}: {exc}\n")
 
 
+def write_snapshot_frames(scene_name: str, snapshots, err=None) -> None:
+    """``audit_frame.<Scene>.<label>.png`` in the working directory for every kept snapshot with a frame (the
+    toolkit's ``audit_{error,sample}_<i>.png`` need the verdict: the parent names them, :func:`name_segment_files`)."""
+    for snap in snapshots:
+        filename = f"audit_frame.{scene_name}.{snap.label}.png"
+        if snap.frame is None:
+            (err or sys.stderr).write(f"截图缺失 ({filename})\n")
+            continue
+        try:
+            from PIL import Image
+
+            Image.fromarray(snap.frame).save(filename)
+        except Exception as exc:
+            (err or sys.stderr).write(f"截图失败 ({filename}): {exc}\n")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # parent side
 # ---------------------------------------------------------------------------------------------------------
+_LABEL = re.compile(r"Step_[0-9]{1,9}")
+
+
+def name_segment_files(per_scene, pictures_dir: Path | None, frames_dir: Path | None) -> None:
+    """Parent side, after the verdict: the child's per-snapshot files named as segments. ``per_scene``:
+    ``verdict.segments_of``'s list. Pictures: ``<Scene>.<label>.*`` -> ``<Scene>.Segment_<i>.*``; frames:
+    ``audit_frame.<Scene>.<label>.png`` -> the toolkit's ``audit_{error,sample}_<i>.png`` (a later scene's
+    overwrite an earlier one's, as the toolkit's do); every other per-snapshot file is removed."""
+    for name, snaps, kept_idx in per_scene:
+        labels = [None] * len(snaps)
+        for i, snap in enumerate(snaps):
+            labels[i] = snap.label
+        for i, label in enumerate(labels):
+            if not _LABEL.fullmatch(label or ""):
+                continue
+            if pictures_dir is not None:
+                for ext in (".png", ".json"):
+                    src = Path(pictures_dir) / f"{name}.{label}{ext}"
+                    if src.is_file() and not src.is_symlink():
+                        if ext == ".json":
+                            try:
+                                meta = json.loads(src.read_text(encoding="utf-8"))
+                                meta["segment"] = f"Segment_{i}"
+                                src.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+                            except (OSError, ValueError, RecursionError, TypeError):
+                                src.unlink(missing_ok=True)
+                                continue
+                        os.replace(src, Path(pictures_dir) / f"{name}.Segment_{i}{ext}")
+            if frames_dir is not None:
+                src = Path(frames_dir) / f"audit_frame.{name}.{label}.png"
+                if src.is_file() and not src.is_symlink():
+                    kind = "error" if snaps[i].has_issue() else "sample"
+                    os.replace(src, Path(frames_dir) / f"audit_{kind}_{i}.png")
+    for folder, pattern in ((pictures_dir, "*.Step_*"), (frames_dir, "audit_frame.*")):
+        if folder is not None and Path(folder).is_dir():
+            for left in Path(folder).glob(pattern):
+                if left.is_file() or left.is_symlink():
+                    left.unlink(missing_ok=True)
+
+
 def scene_to_pixels(bbox, frame: dict, pixels) -> list[float]:
     """Scene bbox ``[minx, miny, maxx, maxy]`` → pixel box ``[x0, y0, x1, y1]`` (y down), unclipped."""
     (cx, cy), fw, fh = frame["center"], frame["width"], frame["height"]

@@ -9,22 +9,26 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import shutil
 import sys
-import tempfile
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from prism_fast.audit import tamper
 from prism_fast.audit.config import AuditConfig
+from prism_fast.audit.pictures import name_segment_files
 from prism_fast.audit.rows import build_row, results_document
+from prism_fast.audit.verdict import VerdictTimeout, fill_stand_ins, report_text, verdict_bounded
 from prism_fast.fsutil import atomic_write_text
 from prism_fast.execute import fastpaths, sandbox
+from prism_fast.execute.observers import read_result
 from prism_fast.execute.texcache import VIEW_INSIDE
 from prism_fast.profile import REFERENCE, Profile
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
+OBSERVATIONS = "audit_observations.json"  # the child's raw checkpoint geometry (observations.py)
 # improved-profile switches this stage does not implement yet: a row audited with one of them on records it
 # in ``quirks_not_implemented`` (and a warning is logged), so the reference behaviour is never passed off as
 # the improved one
@@ -102,15 +106,21 @@ def tex_cache_env(cfg: AuditConfig, scratch: Path, tex_cache_dir: str | None,
 
 
 def run_child(script_path: Path, audit_dir: Path, cfg: AuditConfig, profile: Profile, scratch: Path,
-              env: dict, tex_view: Path | None = None):
+              env: dict, tex_view: Path | None = None, seal: str | None = None):
     """Run the audit child in the sandbox; returns (returncode | None on timeout, stdout, stderr, runtime_sec,
-    sandbox result). The child reads its own copy of the script and writes only into ``scratch``."""
+    sandbox result). The child reads its own copy of the script and writes only into ``scratch``; with ``seal``
+    (hex) it seals its observations with that key, handed over in a file it removes before the script runs."""
     quirks = ",".join(sorted(profile.fixed))
     script = scratch / script_path.name
     shutil.copyfile(script_path, script)
-    args = [str(script), "--json-out", str(scratch / "audit_report.json"), "--output-dir", str(scratch / "out"),
+    args = [str(script), "--observations-out", str(scratch / OBSERVATIONS), "--output-dir", str(scratch / "out"),
             "--meta-out", str(scratch / "audit_meta.json"), "--config", json.dumps(cfg.to_dict()),
             "--quirks-fixed", quirks]
+    if seal:
+        seal_file = scratch / f".seal_{secrets.token_hex(8)}"
+        seal_file.write_text(seal, encoding="ascii")
+        seal_file.chmod(0o644)  # (the sandboxed child's uid reads it; no other sample's view holds this scratch)
+        args += ["--seal-file", str(seal_file)]
     spec = _spec([sys.executable, "-m", "prism_fast.audit.child", *args], scratch, cfg, env, tex_view)
     res = _audit_worker(quirks).run(spec) if cfg.prefork else sandbox.run_sandboxed(spec)
     rc = None if res.timed_out else (res.returncode if res.launch_error is None else 1)
@@ -120,7 +130,7 @@ def run_child(script_path: Path, audit_dir: Path, cfg: AuditConfig, profile: Pro
 
 def _copy_out(scratch: Path, audit_dir: Path, cfg: AuditConfig) -> None:
     """Trusted copy of the child's outputs into the run (regular files only, sizes bounded)."""
-    for name in ("audit_report.json", "audit_meta.json"):
+    for name in (OBSERVATIONS, "audit_meta.json"):
         src = scratch / name
         if src.exists() or src.is_symlink():
             try:
@@ -160,7 +170,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         row = build_row(sample_id, str(script_path), 0.0, 1, "audit_tampered", None)
         row.update(profile=profile.name, audit_mode="fast" if not cfg.full_fidelity else "full", returncode=None)
         return mark_tampered(row, evidence)
-    tmp_root = Path(tempfile.gettempdir()) / "prism_fast_render"
+    tmp_root = sandbox.run_root()  # this process's private scratch root (execute/sandbox.py), not a fixed name
     with sandbox.scratch_dir(tmp_root, f"audit_{sample_id[:32]}_") as scratch:
         env = child_env(cfg, scratch)
         if cfg.pictures:
@@ -190,7 +200,9 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         fast = fast and not declined
         if fast:
             env[fastpaths.ENV] = str(scratch / fastpaths.MARKER_NAME)
-        rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view)
+        seal = secrets.token_hex(32)  # the observations are taken only under this key (docs/security.md)
+        rc, out, err, runtime, res = run_child(Path(script_path), audit_dir, cfg, profile, scratch, env, tex_view,
+                                               seal)
         # an exception passed through a fast path (execute/fastpaths.py): nothing of this run is kept (not even
         # its report, which a later failure would leave as the stale one), the sample is audited again without them
         retry = fast and fastpaths.tripped(scratch, rc)
@@ -218,7 +230,14 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
                          draw_failing_pictures, tex_cache_dir, tex_format, tex_format_deferred)
         row["fast_paths"] = "fallback"
         return row
+    engine, obs_evidence = None, []
     if rc is not None:
+        engine, obs_evidence, report, verdict_timeout = _verdict(audit_dir, report_path, cfg, profile, seal,
+                                                                 max(cfg.timeout_sec - runtime, 1.0))
+        if verdict_timeout:
+            rc = None  # as the toolkit's audit of such a scene would: over the audit's time
+        if report:
+            err = fill_stand_ins(err, report)
         (audit_dir / "audit.log").write_text(out + "\n" + "=" * 20 + " STDERR " + "=" * 20 + "\n" + err,
                                              encoding="utf-8")
     meta = {}
@@ -237,7 +256,7 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         _log.warning("audit: improved switches %s are not implemented; reference behaviour used", missing)
     row.update(profile=profile.name, audit_mode=("full" if cfg.full_fidelity else "fast")
                + ("+prefork" if cfg.prefork else ""), returncode=rc,
-               scene_errors=meta.get("errors", []), engine=meta.get("engine"), quirks_not_implemented=missing,
+               scene_errors=meta.get("errors", []), engine=engine, quirks_not_implemented=missing,
                sandbox=res.sandbox, sandbox_protections=",".join(res.protections), tex_format=fmt_state,
                tex_format_compiles=fmt_compiles, tex_format_fallbacks=fmt_fallbacks, tex_own_hits=own_hits,
                tex_own=own_state, tex_cache_reasons=json.dumps(tex_gate) if tex_gate else None,
@@ -249,12 +268,45 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
         found = [str(e) for e in recorded] if isinstance(recorded, list) else ["meta:tampered_unreadable"]
         if rc == 0 and not meta.get(tamper.COMPLETION_KEY):
             found.append("no_completion_record")  # the process ended before the trusted exit wrote the meta
+        found += obs_evidence
         if found:
             mark_tampered(row, found)
     if cfg.pictures and draw_failing_pictures:
         out = Path(cfg.pictures_root) / sample_id if cfg.pictures_root else audit_dir / "pictures"
         row["pictures"] = _failing_pictures(row, report_text, raw_pictures, out)
     return row
+
+
+def _verdict(audit_dir: Path, report_path: Path, cfg: AuditConfig, profile: Profile, seal: str,
+             timeout_s: float):
+    """The report from the child's observations, computed here (``verdict.py``) and written as the toolkit's
+    ``audit_report.json``; the observations file is removed. ``(engine totals | None, evidence, report | None,
+    timed out)``: a file without the child's seal (the script's own, written before it stopped the trusted exit) or
+    one the recorder never writes is evidence of tampering; no file leaves the report path as it was (reference: a
+    stale report is read, Q-SPATIAL-19). The cascade gets what is left of the audit's time (``verdict_bounded``)."""
+    obs_path = audit_dir / OBSERVATIONS
+    if not obs_path.exists():
+        return None, [], None, False
+    try:
+        doc, why = read_result(obs_path, seal)
+        if doc is None:
+            return None, [f"observations:{why}"], None, False
+        sealed = doc.get("tampered", [])  # the child's own evidence, sealed with the observations
+        if sealed:
+            return None, ([str(e) for e in sealed] if isinstance(sealed, list) else ["observations:tampered"]), \
+                None, False
+        report, engine, per_scene = verdict_bounded(doc, cfg, profile, timeout_s)
+    except VerdictTimeout:
+        return None, [], None, True
+    except Exception as exc:  # noqa: BLE001 - whatever the document does to the reader is the script's doing
+        return None, [f"observations:{type(exc).__name__}: {str(exc)[:120]}"], None, False
+    finally:
+        obs_path.unlink(missing_ok=True)
+    atomic_write_text(report_path, report_text(report), fsync=False)
+    if cfg.pictures or cfg.save_images:
+        name_segment_files(per_scene, audit_dir / "pictures_raw" if cfg.pictures else None,
+                           audit_dir if cfg.save_images else None)
+    return engine, [], report, False
 
 
 def mark_tampered(row: dict, evidence: list[str]) -> dict:

@@ -2,7 +2,10 @@
 
 ``SegmentLog`` mirrors the state the authors' AuditScene keeps: the audit log (snapshots appended after
 every play/wait whose scene has atoms), the segment list, and the lock that ``remove`` sets. The
-``every_checkpoint`` switch is Q-SPATIAL-7 fixed (every snapshot is a segment).
+``every_checkpoint`` switch is Q-SPATIAL-7 fixed (every snapshot is a segment). It runs in the audit's child
+on raw snapshots: the one pick that needs a verdict (the salvage's "last snapshot with an issue") is only
+marked here (``salvage``) and made by trusted code (``verdict.py``); snapshots no pick can reach any more drop
+their atoms.
 """
 
 from __future__ import annotations
@@ -34,6 +37,24 @@ class SegmentLog:
     audit_log: list = field(default_factory=list)
     segments: list = field(default_factory=list)
     locked: bool = False
+    salvage: bool = False
+
+    @property
+    def taken(self) -> int:
+        return len(self.audit_log)
+
+    def kept(self) -> list:
+        """The snapshots a pick may name: every segment, the last snapshot, and all of them before the first
+        segment exists (the salvage pick scans them)."""
+        return [s for s in self.audit_log if getattr(s, "atoms", True) is not None]
+
+    def _prune(self) -> None:
+        if self.every_checkpoint or not self.segments or len(self.audit_log) < 2:
+            return
+        chosen = {id(s) for s in self.segments}
+        for snap in self.audit_log[:-1]:
+            if id(snap) not in chosen and hasattr(snap, "drop_payload") and snap.atoms is not None:
+                snap.drop_payload()
 
     def next_label(self) -> str:
         return f"Step_{len(self.audit_log)}"
@@ -47,6 +68,7 @@ class SegmentLog:
         self.audit_log.append(snap)
         if self.every_checkpoint:  # Q-SPATIAL-7 fixed: every checkpoint is a segment
             self.segments.append(snap)
+        self._prune()
 
     def on_remove(self, n_args: int) -> str | None:
         """Lock the current snapshot; returns the stderr message the toolkit writes, if any."""
@@ -57,6 +79,7 @@ class SegmentLog:
             if not self.segments or last.label != self.segments[-1].label:
                 self.segments.append(last)
                 self.locked = True
+                self._prune()
                 return LOCK_MESSAGE.format(k=len(self.segments) - 1)
         return None
 
@@ -68,10 +91,10 @@ class SegmentLog:
                 self.segments.append(last)
 
     def finalize(self) -> str | None:
-        """Salvage path (no segments, non-empty log): last snapshot with an issue, else the last one."""
-        if not self.segments and self.audit_log:
-            pick = next((s for s in reversed(self.audit_log) if s.has_issue()), self.audit_log[-1])
-            self.segments.append(pick)
+        """Salvage path (no segments, non-empty log): the pick is the last snapshot with an issue, else the last
+        one -- marked here (``salvage``), made from the verdicts by ``verdict.segments_of``."""
+        if not self.segments and self.audit_log and not self.salvage:
+            self.salvage = True
             return SALVAGE_MESSAGE
         return None
 

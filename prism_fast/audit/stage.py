@@ -1,7 +1,7 @@
 """The rows of the ``audit`` stage that no audit worker makes: the Spatial failure of a task without a script,
-the fields of a sample whose audit worker was lost, the rows a one-pass render left for the stage to merge, and
-the reports a resumed run must not trust. The pipeline wires these to Ray and the store
-(``pipeline/eval_stages.py``)."""
+the skipped audit of a render that timed out (where a Spatial pass needs Exec success), the fields of a sample
+whose audit worker was lost, the rows a one-pass render left for the stage to merge, and the reports a resumed run
+must not trust. The pipeline wires these to Ray and the store (``pipeline/eval_stages.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,35 @@ def no_script_row(lang: str, sample_id: str) -> dict:
     """The audit row of a task without a script: a Spatial failure."""
     return {"lang": lang, "id": sample_id, "status": "error", "error_kind": "no_script", "audit_success": 0,
             "segment_count": 0, "visual_structure_rate": 0.0, "visual_structure_pass": 0, "audit_status": "no_script"}
+
+
+# error_kind of the audit row of a render that timed out, not audited (status and audit_status "skipped")
+RENDER_TIMED_OUT = "render_timed_out"
+
+
+def spatial_requires_exec(profile: Profile) -> bool:
+    """Q-FUNNEL-1 fixed (``improved``): a Spatial pass needs Exec success; reference: Spatial stands alone."""
+    return profile.fixes("Q-FUNNEL-1")
+
+
+def skips_audit(exec_row: dict | None, profile: Profile) -> bool:
+    """Whether the sample is not audited because its render timed out: only where the profile makes a Spatial pass
+    need Exec success (Q-FUNNEL-1 fixed, ``improved``), so no audit of it can count as a pass. Under the reference
+    funnel (Q-FUNNEL-1 as the toolkit) a failed render's audit still can -- a script that plays past the render
+    timeout is audited in a second or so without rasterising, and may pass -- so it is audited as before."""
+    return bool(exec_row) and bool(exec_row.get("timed_out")) and spatial_requires_exec(profile)
+
+
+def render_timed_out_row(lang: str, sample_id: str, exec_row: dict) -> dict:
+    """The audit row of a sample :func:`skips_audit` leaves unaudited: nothing executed (runtime 0, no audit
+    execution counted), a Spatial failure like a failed audit's."""
+    wall = exec_row.get("wall_s")
+    after = f" after {float(wall):.1f} s" if isinstance(wall, (int, float)) else ""
+    detail = (f"not audited: the render timed out{after} (execute.timeout_s), and under this profile a Spatial pass "
+              "needs Exec success (Q-FUNNEL-1), so the script was not executed again for the audit")
+    return {"lang": lang, "id": sample_id, "status": "skipped", "error_kind": RENDER_TIMED_OUT, "error_detail": detail,
+            "audit_success": 0, "segment_count": 0, "visual_structure_rate": 0.0, "visual_structure_pass": 0,
+            "runtime_sec": 0.0, "error_msg": detail, "audit_status": "skipped", "audit_pass": "skipped"}
 
 
 def lost_fields() -> dict:
@@ -37,7 +66,7 @@ def merge_left_rows(pending: Iterable[tuple[str, str, str]], audit_cfg, profile:
     A shared row (audited inside the render) enters the audit cache like an audit-only row; a separate one (the
     render actor ran the audit after its render) is cached already. With ``retry_failed`` a failed separate row
     is audited again. With ``one_pass=off`` nothing is merged: a resumed run audits for real."""
-    from prism_fast.audit.onepass import cache_shared_audit, load_shared_audit
+    from prism_fast.audit.onepass_store import cache_shared_audit, load_shared_audit
 
     if getattr(audit_cfg, "one_pass", "off") != "auto":
         return []

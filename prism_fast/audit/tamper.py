@@ -35,13 +35,15 @@ from prism_fast.execute.evidence import reference_evidence
 HOOKED_METHODS = frozenset({
     "play", "remove", "render", "compile_animation_data",
     "ensure_audit_vars", "audit_log", "segment_snapshots", "_audit_snapshot", "process_final_results",
+    "record_of",
 })
 # Attributes the audit keeps on the scene instance.
 AUDIT_ATTRIBUTES = frozenset({"segment_log", "final_report", "auditor", "_save_audit_images", "hooks",
                               "_audit_state"})
 # Names of the audit's classes and modules; substrings of string constants that address its files/variables.
 AUDIT_NAMES = frozenset({"AuditHooks", "AuditScene", "OnePassScene", "prism_fast", "_ENGINE_TOTALS"})
-AUDIT_STRINGS = ("prism_fast", "audit_report", "audit_meta", "prism_fast_onepass", "PRISM_AUDIT", "PRISM_FAST")
+AUDIT_STRINGS = ("prism_fast", "audit_report", "audit_meta", "audit_observations", "prism_fast_onepass",
+                 "PRISM_AUDIT", "PRISM_FAST")
 
 COMPLETION_KEY = "completed_by_trusted_exit"
 
@@ -91,15 +93,20 @@ def _scene_like_classes(tree: ast.AST) -> set[str]:
     the script. (A ``remove`` on a Mobject subclass is ordinary Manim code; on a scene it bypasses the audit.)"""
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     found: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for cls in classes:
-            if cls.name in found:
-                continue
-            if any(_base_name(b).endswith("Scene") or _base_name(b) in found for b in cls.bases):
-                found.add(cls.name)
-                changed = True
+    subclasses: dict[str, list] = {}  # base name -> classes naming it (a worklist: linear in the classes)
+    work = []
+    for cls in classes:
+        names = [_base_name(b) for b in cls.bases]
+        if any(n.endswith("Scene") for n in names):
+            work.append(cls)
+        for n in names:
+            subclasses.setdefault(n, []).append(cls)
+    while work:
+        cls = work.pop()
+        if cls.name in found:
+            continue
+        found.add(cls.name)
+        work.extend(c for c in subclasses.get(cls.name, ()) if c.name not in found)
     return found
 
 
@@ -107,21 +114,33 @@ class Guard:
     """Identities captured before the script runs; :meth:`verify` lists what changed since."""
 
     def __init__(self, audit_scene: type, trusted: tuple[type, ...] = ()):
-        from prism_fast.audit import atoms, cascade, hooks, segments
+        from prism_fast.audit import atoms, hooks, observations, segments
 
         self.hooks_cls = audit_scene.hooks
-        self.trusted = (self.hooks_cls, *trusted)  # classes whose methods are the audit's (e.g. OnePassScene)
+        # classes whose methods are the audit's (e.g. OnePassScene)
+        self.trusted = (self.hooks_cls, audit_scene, *trusted)
         self.hook_items = {(klass, name): obj for klass in self.trusted for name, obj in vars(klass).items()
                            if not name.startswith("__")}
+        import base64
+        import hashlib
+        import hmac
         import json
 
-        targets = [(atoms, "extract_atoms"), (cascade, "check_snapshot"), (segments, "segment_report"),
-                   (segments, "SegmentLog"), (hooks, "extract_atoms"), (hooks, "check_snapshot"),
-                   (hooks, "segment_report"), (hooks, "SegmentLog"), (hooks, "_err"), (json, "dumps"),
-                   (json, "dump")]
+        from prism_fast.execute import observers
+
+        # the snapshot path and the path that encodes and seals the observations (a patch there forges what the
+        # parent receives under a valid seal)
+        targets = [(atoms, "extract_atoms"), (segments, "SegmentLog"), (hooks, "extract_atoms"),
+                   (hooks, "SegmentLog"), (hooks, "RawSnapshot"), (hooks, "_err"), (observations, "encode_scenes"),
+                   (observations, "encode_snapshot"), (observations, "_encode_atom"), (observations, "ArrayTable"),
+                   (observers, "write_result"), (observers, "_tag"), (hmac, "new"), (hashlib, "sha256"),
+                   (base64, "b64encode"), (json, "dumps"), (json, "dump")]
         self.module_items = [(mod, name, getattr(mod, name)) for mod, name in targets if hasattr(mod, name)]
         self.class_items = {name: getattr(segments.SegmentLog, name) for name in vars(segments.SegmentLog)
                             if not name.startswith("__")}
+        self.class_items.update({f"ArrayTable.{name}": getattr(observations.ArrayTable, name)
+                                 for name in vars(observations.ArrayTable) if not name.startswith("__")})
+        self.array_table_cls = observations.ArrayTable
         self.segment_log_cls = segments.SegmentLog
 
     def verify(self, instance=None) -> list[str]:
@@ -133,8 +152,10 @@ class Guard:
             if getattr(mod, name, None) is not obj:
                 found.append(f"patched:{mod.__name__}.{name}")
         for name, obj in self.class_items.items():
-            if getattr(self.segment_log_cls, name, None) is not obj:
-                found.append(f"patched:SegmentLog.{name}")
+            cls_name, dot, attr = name.rpartition(".")
+            owner = self.array_table_cls if dot else self.segment_log_cls
+            if getattr(owner, attr, None) is not obj:
+                found.append(f"patched:{cls_name or 'SegmentLog'}.{attr}")
         if instance is not None:
             cls = type(instance)
             if issubclass(cls, self.hooks_cls):  # (an unhooked scene yields no report: a failure, not a forgery)
@@ -145,10 +166,32 @@ class Guard:
                     ok = (owner, name) in self.hook_items or (owner not in self.trusted and _is_manim_class(owner))
                     if not ok:
                         found.append(f"overridden:{owner.__name__}.{name}")
-            log = instance.__dict__.get("segment_log")
-            if log is not None and type(log) is not self.segment_log_cls:
-                found.append("replaced:segment_log")
+            found += shadowed_state(instance, self.trusted)
         return sorted(set(found))
+
+
+def shadowed_state(instance, trusted: tuple = ()) -> list[str]:
+    """Names of the toolkit's per-scene audit state (``AUDIT_ATTRIBUTES``) that the script's own instance or
+    classes define. The toolkit keeps that state in instance attributes found by ``hasattr`` (a script's name
+    stands in for it there); prism_fast keeps it outside the scene, so any such name is the script's, and
+    evidence (docs/security.md)."""
+    found = []
+    try:
+        own = type.__dict__["__mro__"].__get__(type(instance))
+        inst_dict = object.__getattribute__(instance, "__dict__")
+    except (AttributeError, TypeError):
+        return ["shadows:<unreadable>"]
+    for name in sorted(AUDIT_ATTRIBUTES | {"audit_log", "segment_snapshots"}):
+        if name in inst_dict:
+            found.append(f"shadows:{name}")
+            continue
+        for klass in own:
+            if klass in trusted:
+                continue
+            if name in type.__dict__["__dict__"].__get__(klass):
+                found.append(f"shadows:{klass.__name__}.{name}")
+                break
+    return found
 
 
 def _static_owner(cls: type, name: str) -> type | None:

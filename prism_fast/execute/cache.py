@@ -10,8 +10,10 @@ The key is the sha256 of a canonical JSON of everything that can change a render
   ``CACHE_SCHEMA``, bumped whenever this package changes how a row is produced.
 
 Only outcomes that a re-run would reproduce are stored: successes (with their mp4) and failures of kind
-``exit_nonzero`` / ``no_mp4`` (the script's own error). Timeouts, signals and sandbox errors depend on load
-or on the host and are always recomputed. Rows served from the cache carry ``cache_hit: true`` and the
+``exit_nonzero`` / ``no_mp4`` (the script's own error). Timeouts, signals and sandbox errors depend on load or
+on the host, an invalid video (``videocheck.py``) on what a script did to its output: always recomputed. A success's row
+carries its real-video check (``video_check``), so a hit on an entry stored without one is checked again by
+``render.render_one`` (an invalid video is a miss). Rows served from the cache carry ``cache_hit: true`` and the
 original timings.
 
 Integrity (issue #13, :mod:`prism_fast.integrity`): a hostile script once wrote its own video into another

@@ -4,11 +4,19 @@ A script that draws from an unseeded random generator, lays a ``Graph`` out with
 layout or reads the clock renders differently on every run, in the authors' toolkit and here alike: its video
 bytes, TD_raw and PADVC are then not reproducible, and a parity or regression comparison of such a sample
 proves nothing. This module only *reports* that (it never changes a script): :func:`static_marks` reads the
-source (AST, no execution) and lists what it found; :func:`determinism_fields` turns the marks and, when the
-caller rendered the script twice (no ``execute`` setting does so yet), the two videos' sha256 into the row
-fields.
+source (AST, no execution, linear in the text) and lists what it found; :func:`row_fields` turns the marks
+and, with ``execute.determinism_check``, the two videos' sha256 into the exec row's fields (``determinism_marks``,
+``determinism_sha256``, ``determinism_equal``).
+:func:`exec_fields` is the one call the render worker makes (pipeline/actors.py, in the trusted parent, after the
+row is made): the marks, and with the check a second render of the script into a private directory.
 
-Pure: no Manim import, no I/O. What it does not see (documented, not hidden): randomness reached through a
+A seed call without a seed -- ``random.seed()``, ``np.random.seed(None)``, ``random.Random()``,
+``np.random.default_rng()``, ``RandomState()``, ``SeedSequence()``, a bit generator without a seed -- seeds from
+the operating system's entropy: it is a mark itself and seeds nothing (draws of that module stay marked unless
+another call seeds it with a value).
+
+:func:`static_marks` and :func:`row_fields` are pure: no Manim import, no I/O. What it does not see (documented,
+not hidden): randomness reached through a
 helper module or ``getattr``, ``hash()``-dependent set/dict orders of strings (PYTHONHASHSEED), and manim
 calls with a random default other than the ones listed in ``RANDOM_MANIM_NAMES`` / ``GRAPH_CLASSES``, and clocks
 other than ``CLOCK_CALLS`` and numpy's ``datetime64("now"|"today")``.
@@ -17,9 +25,12 @@ other than ``CLOCK_CALLS`` and numpy's ``datetime64("now"|"today")``.
 from __future__ import annotations
 
 import ast
+import logging
 from dataclasses import asdict, dataclass
 
 from prism_fast.execute.scene_select import _dotted  # `a.b.c` of a Name/Attribute chain
+
+log = logging.getLogger(__name__)
 
 # manim helpers that draw from the `random` module
 RANDOM_MANIM_NAMES = frozenset({"random_color", "random_bright_color"})
@@ -27,7 +38,12 @@ RANDOM_MANIM_NAMES = frozenset({"random_color", "random_bright_color"})
 GRAPH_CLASSES = frozenset({"Graph", "DiGraph"})
 RANDOM_LAYOUTS = frozenset({"spring", "random"})
 SEEDLESS_OK_NUMPY = frozenset({"seed", "RandomState", "default_rng", "Generator", "SeedSequence", "PCG64",
-                               "MT19937", "get_state", "set_state"})
+                               "PCG64DXSM", "MT19937", "Philox", "SFC64", "BitGenerator", "get_state", "set_state"})
+# numpy.random calls that seed from the OS when given no seed (or None): name -> the seed's keyword
+NUMPY_SEEDERS = {"seed": "seed", "default_rng": "seed", "RandomState": "seed", "SeedSequence": "entropy",
+                 "PCG64": "seed", "PCG64DXSM": "seed", "MT19937": "seed", "Philox": "seed", "SFC64": "seed"}
+# random-module calls that seed from the OS when given no seed (or None): name -> the seed's keyword
+RANDOM_SEEDERS = {"seed": "a", "Random": "x"}
 CLOCK_CALLS = frozenset({("time", "time"), ("time", "time_ns"), ("time", "perf_counter"), ("time", "monotonic"),
                          ("datetime", "now"), ("datetime", "today"), ("date", "today"), ("uuid", "uuid4"),
                          ("uuid", "uuid1"), ("os", "urandom"), ("secrets", "token_hex"), ("secrets", "randbelow"),
@@ -126,14 +142,30 @@ def _graph_layout_is_random(call: ast.Call) -> bool:
     return True
 
 
+def _seedless(call: ast.Call, keyword: str) -> bool | None:
+    """A seeding call's seed: True when it has none (no argument, or a literal ``None``: the generator seeds from the
+    OS), False when it has one, None when it cannot be read (``*args`` / ``**kwargs``: not claimed either way)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    value = call.args[0] if call.args else _keyword(call, keyword)
+    return value is None or (isinstance(value, ast.Constant) and value.value is None)
+
+
 def static_marks(source: str) -> list[Mark]:
     """Every call in ``source`` that draws from a run-dependent source; ``[]`` when none was found or the
-    source does not parse. A module seeded anywhere in the script (``random.seed(...)``,
-    ``np.random.seed(...)``) is treated as seeded everywhere: the marks are for the *unseeded* case."""
+    source does not parse. A module seeded with a value anywhere in the script (``random.seed(1)``,
+    ``np.random.seed(0)``) is treated as seeded everywhere: the marks are for the *unseeded* case. A seed call
+    without a seed (``random.seed()``, ``np.random.seed(None)``, ``default_rng()``, ``random.Random()``, ...)
+    seeds from the OS: it is marked and seeds nothing. One parse and one pass over the calls: linear in the text;
+    the script is never executed."""
     try:
         tree = ast.parse(source)
+        return _marks(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
+
+
+def _marks(tree: ast.AST) -> list[Mark]:
     al = _Aliases()
     al.visit(tree)
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
@@ -163,14 +195,19 @@ def static_marks(source: str) -> list[Mark]:
             return parts[0]
         return None
 
-    random_seeded = any(random_attr(c.func) == "seed" for c in calls)
-    numpy_seeded = any(np_random_attr(c.func) == "seed" for c in calls)
+    # a module counts as seeded only by a seed call with a seed (``random.seed()`` reseeds from the OS)
+    random_seeded = any(random_attr(c.func) == "seed" and _seedless(c, "a") is not True for c in calls)
+    numpy_seeded = any(np_random_attr(c.func) == "seed" and _seedless(c, "seed") is not True for c in calls)
     marks: list[Mark] = []
     for c in calls:
         name = _dotted(c.func) or "?"
         line = getattr(c, "lineno", 0)
         r = random_attr(c.func)
-        if r is not None and r not in ("seed", "Random", "getstate", "setstate", "SystemRandom"):
+        if r in RANDOM_SEEDERS:  # random.seed() / random.Random(): seeded from the OS without a seed
+            if _seedless(c, RANDOM_SEEDERS[r]):
+                marks.append(Mark(KIND_RANDOM, name, line))
+            continue
+        if r is not None and r not in ("getstate", "setstate", "SystemRandom"):
             if not random_seeded:
                 marks.append(Mark(KIND_RANDOM, name, line))
             continue
@@ -179,8 +216,9 @@ def static_marks(source: str) -> list[Mark]:
             continue
         n = np_random_attr(c.func)
         if n is not None:
-            if n == "default_rng" and not c.args and _keyword(c, "seed") is None:
-                marks.append(Mark(KIND_NUMPY, name, line))  # a fresh OS-seeded generator
+            if n in NUMPY_SEEDERS:  # np.random.seed(None), default_rng(), RandomState(), PCG64(), SeedSequence()
+                if _seedless(c, NUMPY_SEEDERS[n]):
+                    marks.append(Mark(KIND_NUMPY, name, line))  # a fresh OS-seeded generator / global state
             elif n not in SEEDLESS_OK_NUMPY and not numpy_seeded:
                 marks.append(Mark(KIND_NUMPY, name, line))
             continue
@@ -212,17 +250,62 @@ def static_marks(source: str) -> list[Mark]:
     return marks
 
 
-def determinism_fields(marks: list[Mark], first_sha256: str | None = None,
-                       second_sha256: str | None = None) -> dict:
-    """Row fields. ``determinism``: ``nondeterministic`` when a second render's video differs from the first;
-    ``deterministic`` when both exist and are equal; ``unchecked`` otherwise (no double render, or a render
-    failed). ``determinism_marks``: the static marks; ``determinism_suspect``: at least one mark."""
-    if first_sha256 and second_sha256:
-        verdict = "nondeterministic" if first_sha256 != second_sha256 else "deterministic"
-    else:
-        verdict = "unchecked"
-    return {"determinism": verdict, "determinism_suspect": bool(marks),
-            "determinism_marks": [m.as_dict() for m in marks]}
+def row_fields(marks: list[Mark], sha256s: tuple[str | None, str | None] | None = None) -> dict:
+    """The exec row's fields (schema.py): ``determinism_marks`` (the static marks as a list of ``{kind, name,
+    line}``, null when none), ``determinism_sha256`` (``[first, second]`` video sha256 of a double render, the
+    second null when that render made no video; null without a double render) and ``determinism_equal`` (both
+    present and equal; null without a double render)."""
+    equal = None
+    if sha256s is not None:
+        equal = sha256s[0] is not None and sha256s[0] == sha256s[1]
+    return {"determinism_marks": [m.as_dict() for m in marks] or None,
+            "determinism_sha256": list(sha256s) if sha256s is not None else None,
+            "determinism_equal": equal}
 
 
-__all__ = ["KINDS", "Mark", "determinism_fields", "static_marks"]
+def exec_fields(sample_id: str, script_text: str, row: dict, cfg, profile, runner=None) -> dict:
+    """The determinism fields of one exec row, computed by the trusted parent after the render (the render worker,
+    pipeline/actors.py): the static marks of the script's text, and with ``cfg.determinism_check``
+    (``execute.determinism_check``) a second render of the script -- the same settings, no render cache, into a
+    private directory of this process that is removed afterwards -- whose video's sha256 is compared with the row's
+    video (warned when they differ). A row without a video (a failed render) is not rendered again. The second
+    render's Manim executions are added to the row's (``manim_executions`` in the returned fields). The row itself
+    is not changed."""
+    marks = static_marks(script_text)
+    if marks:
+        log.info("render %s: %d nondeterminism mark(s): %s", sample_id, len(marks),
+                 ", ".join(f"{m.kind}:{m.name}@{m.line}" for m in marks[:4]))
+    if not getattr(cfg, "determinism_check", False) or not row.get("success") or not row.get("video_path"):
+        return row_fields(marks)
+    from dataclasses import replace
+
+    from prism_fast.execute import sandbox
+    from prism_fast.execute.render import render_one
+    from prism_fast.fsutil import sha256_file
+
+    try:
+        first = sha256_file(row["video_path"])
+    except OSError as exc:
+        log.warning("render %s: determinism check skipped, the video is unreadable (%s)", sample_id, exc)
+        return row_fields(marks)
+    second = None
+    with sandbox.owned_dir(sandbox.scratch_root(cfg.tmp_root), "determinism_") as out:
+        again = render_one(sample_id, script_text, out, replace(cfg, cache_dir=None, keep_temp=False), profile,
+                           row.get("file_path"), runner)
+        if again.get("success") and again.get("video_path"):
+            try:
+                second = sha256_file(again["video_path"])
+            except OSError:
+                second = None
+    before = row.get("manim_executions")
+    if before is None:  # (as the summary counts a row without the field: pipeline/summary.py)
+        before = 0 if row.get("cache_hit") or row.get("skipped") else 1
+    executions = before + (again.get("manim_executions") or 1)
+    if first != second:
+        log.warning("render %s: two renders of the script gave different videos (sha256 %s vs %s%s); its video, "
+                    "TD and PADVC are not reproducible (row: determinism_equal=false)", sample_id, first[:12],
+                    (second or "none")[:12], "" if second else f": {again.get('error_kind')}")
+    return {**row_fields(marks, (first, second)), "manim_executions": executions}
+
+
+__all__ = ["KINDS", "Mark", "exec_fields", "row_fields", "static_marks"]

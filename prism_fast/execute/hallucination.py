@@ -94,13 +94,37 @@ def corroborated_count(findings: list[Finding] | list[dict], runtime_error_text:
                if re.search(r"(?<!\w)" + re.escape(ident.lower()) + r"(?!\w)", text))
 
 
+# Work bound of the ``self.X`` check (names gathered from in-file class chains, summed over the classes whose
+# ``self`` is read): a chain of thousands of classes, each reading ``self``, would otherwise cost the square of its
+# length. Past it, the remaining classes' ``self`` is not checked (no finding, a note: ANALYSIS_BUDGET_NOTE);
+# counted in names and classes, never in time, so the report is the same on any machine. The bundled samples
+# and fixtures use under a thousandth of it.
+SELF_CHAIN_BUDGET = 200_000
+ANALYSIS_BUDGET_NOTE = "self-attribute checks stopped: analysis_budget (in-file class chains too large)"
+
+
 class _Checker(BindingCollector):
     """Pass 2: every Load of a name or attribute, and every keyword of a call, against what pass 1 bound
     (:class:`~prism_fast.execute.hallucination_bindings.BindingCollector`) and the frozen namespace."""
 
     # ----------------------------------------------------------------------------------------------- pass 2
     def check(self) -> None:
+        # pass 1 is complete: what an expression denotes, and what a class chain allows on `self`, no longer
+        # change, so each is computed once (per attribute chain, per class)
+        self._kinds: dict[int, str | None] = {}
+        self._allowed: dict[int, tuple | None] = {}
+        self._own: dict[int, tuple | None] = {}
+        self._chain_budget = SELF_CHAIN_BUDGET
         self._visit(self.tree, self.module_scope())
+
+    def static_kind(self, node: ast.AST) -> str | None:
+        kinds = getattr(self, "_kinds", None)
+        if kinds is None:  # (pass 1: bindings are still being collected)
+            return super().static_kind(node)
+        key = id(node)
+        if key not in kinds:  # memoised: `a.b.c.d` asked at each of its attributes was quadratic in its length
+            kinds[key] = super().static_kind(node)
+        return kinds[key]
 
     def _visit(self, node: ast.AST, scope: Scope) -> None:
         for child in ast.iter_child_nodes(node):
@@ -215,6 +239,49 @@ class _Checker(BindingCollector):
 
     def _self_allowed(self, classdef: ast.ClassDef, self_name: str):
         """(manim base keys, names defined by the in-file class chain) or None when not checkable."""
+        key = id(classdef)
+        if key not in self._allowed:  # (the same for every `self.X` of the class: computed once)
+            self._allowed[key] = self._chain_allowed(classdef)
+        return self._allowed[key]
+
+    def _own_allowed(self, cdef: ast.ClassDef):
+        """One class's part of :meth:`_self_allowed`: (names it defines, its manim base keys, its in-file bases), or
+        None when not checkable (``setattr``, a base we cannot see into). Computed once per class."""
+        key = id(cdef)
+        if key in self._own:
+            return self._own[key]
+        names: set[str] = set()
+        manim_keys: list[str] = []
+        local: list[ast.ClassDef] = []
+        out = None
+        for stmt in ast.walk(cdef):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt is not cdef:
+                names.add(stmt.name)
+            elif isinstance(stmt, ast.Attribute) and isinstance(stmt.ctx, ast.Store) \
+                    and isinstance(stmt.value, ast.Name):
+                names.add(stmt.attr)
+            elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Name) and stmt.func.id == "setattr":
+                break  # dynamic attributes: not checkable
+        else:
+            for stmt in cdef.body:
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                        names.update(target_names(target))
+            out = (names, manim_keys, local)
+            for base in cdef.bases:
+                kind = self.static_kind(base)
+                if kind and kind.startswith("class:") and self.ns.has_class(kind[6:]):
+                    manim_keys.append(kind[6:])
+                elif isinstance(base, ast.Name) and base.id in self.classdefs \
+                        and self.binding_sites.get(base.id) == 1:
+                    local.append(self.classdefs[base.id])
+                else:
+                    out = None  # a base we cannot see into
+                    break
+        self._own[key] = out
+        return out
+
+    def _chain_allowed(self, classdef: ast.ClassDef):
         manim_keys: list[str] = []
         names: set[str] = set()
         seen: set[int] = set()
@@ -224,27 +291,17 @@ class _Checker(BindingCollector):
             if id(cdef) in seen:
                 continue
             seen.add(id(cdef))
-            for stmt in ast.walk(cdef):
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt is not cdef:
-                    names.add(stmt.name)
-                elif isinstance(stmt, ast.Attribute) and isinstance(stmt.ctx, ast.Store) \
-                        and isinstance(stmt.value, ast.Name):
-                    names.add(stmt.attr)
-                elif isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Name) and stmt.func.id == "setattr":
-                    return None  # dynamic attributes: not checkable
-            for stmt in cdef.body:
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
-                        names.update(target_names(target))
-            for base in cdef.bases:
-                kind = self.static_kind(base)
-                if kind and kind.startswith("class:") and self.ns.has_class(kind[6:]):
-                    manim_keys.append(kind[6:])
-                elif isinstance(base, ast.Name) and base.id in self.classdefs \
-                        and self.binding_sites.get(base.id) == 1:
-                    todo.append(self.classdefs[base.id])
-                else:
-                    return None  # a base we cannot see into
+            own = self._own_allowed(cdef)
+            if own is None:
+                return None
+            self._chain_budget -= 1 + len(own[0])
+            if self._chain_budget < 0:
+                if ANALYSIS_BUDGET_NOTE not in self.notes:
+                    self.notes.append(ANALYSIS_BUDGET_NOTE)
+                return None
+            names |= own[0]
+            manim_keys.extend(own[1])
+            todo.extend(own[2])
         if not any(self.ns.is_subclass(k, SCENE_KEY) or self.ns.is_subclass(k, MOBJECT_KEY) for k in manim_keys):
             return None
         return manim_keys, names

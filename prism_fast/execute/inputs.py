@@ -13,6 +13,13 @@ copied into the run and executed. So every file it names must stay inside it. A 
 absolute or has a ``..`` component, and any entry (manifest or ``*.py``) that resolves, symlinks followed, outside
 the directory, is never opened: its task gets ``clean_status`` (and the tasks row's ``error_kind``)
 ``path_outside_predictions``, an Exec failure like a missing script, with a warning naming the entry.
+
+An entry that is not a regular file -- a directory named ``<id>.py``, a FIFO (opening one for reading blocks until
+a writer comes), a socket or device, a symlink whose target is one of these or does not exist -- is not opened
+either (``lstat`` first; the open itself is ``O_NOFOLLOW | O_NONBLOCK`` and ``fstat``-checked, for an entry
+swapped in between): its task gets ``not_a_regular_file``, and a regular file that cannot be opened or read
+``unreadable_prediction``, each with ``ScriptInput.detail`` naming the entry and the problem (the tasks row's
+``error_detail``). Every other task of the set is read as usual.
 """
 
 from __future__ import annotations
@@ -32,6 +39,10 @@ log = logging.getLogger(__name__)
 
 # clean_status (and tasks-row error_kind) of a task whose predictions entry points outside the predictions dir.
 PATH_OUTSIDE_PREDICTIONS = "path_outside_predictions"
+# ... whose entry is not a regular file (a directory, a FIFO, a socket or device, a dangling symlink): never opened
+NOT_A_REGULAR_FILE = "not_a_regular_file"
+# ... whose entry is a regular file that could not be opened or read (permissions, an I/O error)
+UNREADABLE_PREDICTION = "unreadable_prediction"
 
 
 @dataclass(frozen=True)
@@ -39,10 +50,12 @@ class ScriptInput:
     id: str
     language: str
     script: str | None  # None: nothing to render (empty after cleaning, missing file, provider error)
-    # reference | success | empty_after_cleanup | missing | provider_error | path_outside_predictions
+    # reference | success | empty_after_cleanup | missing | provider_error | path_outside_predictions |
+    # not_a_regular_file | unreadable_prediction
     clean_status: str
     format_pollution: dict | None = None
     raw_response: str | None = None
+    detail: str | None = None  # why there is no script, in words (the entry and its problem), where known
 
 
 def reference_inputs(tasks: Iterable[Task]) -> list[ScriptInput]:
@@ -93,6 +106,7 @@ class _Entry:
 
     path: Path | None
     rejected: str | None = None  # the entry as written, when it points outside the predictions directory
+    name: str | None = None  # the entry as written (a ``*.py`` name or a manifest path)
 
 
 def _confine(root: Path, name: str) -> _Entry:
@@ -111,7 +125,7 @@ def _confine(root: Path, name: str) -> _Entry:
         return _Entry(None, name)
     if resolved == root or not resolved.is_relative_to(root):
         return _Entry(None, name)
-    return _Entry(resolved)
+    return _Entry(resolved, name=name)
 
 
 def _directory_index(root: Path) -> dict[str, _Entry]:
@@ -129,7 +143,7 @@ def _directory_index(root: Path) -> dict[str, _Entry]:
     manifest = root / "manifest.jsonl"
     if manifest.is_file():
         confined = _confine(root, manifest.name).path
-        text = _read_confined(confined) if confined is not None else None
+        text = _read_confined(confined).text if confined is not None else None
         if text is None:
             raise ValueError(f"{manifest} is not a regular file inside the predictions directory {root} "
                              "(a symlink out of it?); not reading it")
@@ -144,21 +158,60 @@ def _directory_index(root: Path) -> dict[str, _Entry]:
     return index
 
 
-def _read_confined(path: Path) -> str | None:
-    """The text of a regular file at an already-confined path, or None when it is not one.
+_FILE_TYPES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISLNK, "a symlink"))
 
-    ``O_NOFOLLOW`` and the ``fstat`` check close the gap between resolving and opening: a final component swapped
-    for a symlink fails to open, and a FIFO or device (which would block or never end) is not read."""
+
+def _file_type(mode: int) -> str:
+    return next((what for test, what in _FILE_TYPES if test(mode)), "not a regular file")
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What reading one confined entry gave: its text, or the clean_status and the detail of why not."""
+
+    text: str | None
+    problem: str | None = None
+    detail: str | None = None
+
+
+def _read_confined(path: Path, name: str | None = None) -> _Read:
+    """The text of a regular file at an already-confined path, or why there is none (``name``: the entry as
+    written, for the detail).
+
+    Nothing but a regular file is ever opened: ``lstat`` first (a FIFO would block the open, a directory cannot be
+    read); ``O_NOFOLLOW``, ``O_NONBLOCK`` and the ``fstat`` check close the gap between that and opening: a final
+    component swapped for a symlink fails to open, and a FIFO or device swapped in is neither waited on nor read."""
+    shown = name if name is not None else path.name
+    via = f" (-> {path.name})" if name is not None and Path(name).name != path.name else ""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return _Read(None, NOT_A_REGULAR_FILE, f"{shown}{via}: a symlink to nothing (its target does not exist)")
+    except OSError as exc:
+        return _Read(None, UNREADABLE_PREDICTION, f"{shown}: cannot be examined ({exc.strerror or exc})")
+    if not stat.S_ISREG(mode):
+        return _Read(None, NOT_A_REGULAR_FILE, f"{shown}{via} is {_file_type(mode)}, not a regular file; not read")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
-    except OSError:
-        return None
-    # Text mode with universal newlines, as Path.read_text reads (a CRLF script stays byte-identical to before).
-    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read()
+    except OSError as exc:
+        return _Read(None, UNREADABLE_PREDICTION, f"{shown}: cannot be opened ({exc.strerror or exc})")
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # (swapped since the lstat)
+            return _Read(None, NOT_A_REGULAR_FILE, f"{shown}{via} is {_file_type(mode)}, not a regular file; "
+                                                   "not read")
+        # Text mode with universal newlines, as Path.read_text reads (a CRLF script stays byte-identical to before).
+        with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as fh:
+            fd = None  # (the file object owns it now)
+            return _Read(fh.read())
+    except OSError as exc:
+        return _Read(None, UNREADABLE_PREDICTION, f"{shown}: cannot be read ({exc.strerror or exc})")
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def directory_inputs(path: str | Path, tasks: Iterable[Task]) -> list[ScriptInput]:
@@ -172,13 +225,20 @@ def directory_inputs(path: str | Path, tasks: Iterable[Task]) -> list[ScriptInpu
             log.warning("predictions %s: the entry for %s (%r) points outside the predictions directory; "
                         "not read, the task is an Exec failure (%s)", root, t.id, entry.rejected,
                         PATH_OUTSIDE_PREDICTIONS)
-            inputs.append(ScriptInput(t.id, t.language, None, PATH_OUTSIDE_PREDICTIONS))
+            inputs.append(ScriptInput(t.id, t.language, None, PATH_OUTSIDE_PREDICTIONS,
+                                      detail=f"{entry.rejected!r} points outside the predictions directory; "
+                                             "not read"))
             continue
-        text = _read_confined(entry.path) if entry is not None else None
-        if text is not None:
-            inputs.append(ScriptInput(t.id, t.language, text, "success"))
-        else:
+        if entry is None:
             inputs.append(ScriptInput(t.id, t.language, None, "missing"))
+            continue
+        read = _read_confined(entry.path, entry.name)
+        if read.text is not None:
+            inputs.append(ScriptInput(t.id, t.language, read.text, "success"))
+            continue
+        log.warning("predictions %s: the entry for %s: %s; the task is an Exec failure (%s)", root, t.id,
+                    read.detail, read.problem)
+        inputs.append(ScriptInput(t.id, t.language, None, read.problem, detail=read.detail))
     return inputs
 
 
@@ -192,4 +252,8 @@ def load_inputs(kind: str, tasks: list[Task], profile: Profile, predictions: str
         raise FileNotFoundError(f"predictions not found: {p}")
     if p.is_dir():
         return directory_inputs(p, tasks)
+    mode = p.stat().st_mode
+    if not stat.S_ISREG(mode):  # a FIFO would block the read of the replies file, a device never end it
+        raise ValueError(f"predictions {p} is {_file_type(mode)}: model.predictions must be a directory of scripts "
+                         "or a JSONL file of replies")
     return response_inputs(p, tasks, profile)

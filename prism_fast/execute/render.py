@@ -11,6 +11,10 @@ Reference behaviour reproduced here (``scripts/render_directory.py``):
   (Q-EXEC-2; improved appends the decoded partial stderr instead);
 * ``runtime_sec`` = wall time of the subprocess; an existing ``<id>.mp4`` is a skipped success (Q-FUNNEL-2).
 
+Ours, in both profiles: a success needs a real video (``videocheck.py``: H.264, every frame decodes, as many frames
+as its duration says and the render wrote), else the row is an ``invalid_video`` failure;
+a trusted existing video (Q-FUNNEL-2) and a render cache hit get the same check (an invalid one is rendered again).
+
 Deliberate, documented differences that do not change the video or the success verdict:
 
 * The script is copied into its own temp directory (``render_<id[:32]>_*``), which is also the cwd, so it
@@ -33,12 +37,11 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from prism_fast.execute import fastpaths, sandbox, texcache, textboxes
+from prism_fast.execute import fastpaths, sandbox, texcache, textboxes, videocheck
 from prism_fast.execute.cache import RenderCache, render_cache_key
 from prism_fast.execute.fingerprint import fingerprint_hash, interpreter_of
 from prism_fast.execute.observers import Observer, child_env, collect_results
@@ -50,10 +53,11 @@ log = logging.getLogger(__name__)
 # Closed set of row statuses and error kinds of this stage.
 STATUSES = ("ok", "skipped", "failed", "timeout")
 ERROR_KINDS = ("scene_not_found", "exit_nonzero", "killed_by_signal", "no_mp4", "timeout", "sandbox_error",
-               "mp4_copy_failed")
+               "mp4_copy_failed", "invalid_video")
 
 ERR_SCENE_NOT_FOUND = "Scene class not found"
 ERR_NO_MP4 = "render succeeded but final mp4 not found"
+ERR_INVALID_VIDEO = "render succeeded but the mp4 is not a valid video"
 ERR_FAILED_DEFAULT = "render failed"
 ERROR_TAIL_CHARS = 4000  # non-zero exit: last 4000 characters
 TIMEOUT_TAIL_CHARS = 3500  # timeout text: last 3500 characters
@@ -76,7 +80,7 @@ class RenderConfig:
     output_head_bytes: int = 64 * 1024
     output_tail_bytes: int = 256 * 1024
     stderr_tail_chars: int = 2000  # the `stderr_tail` field of our rows
-    tmp_root: str | None = None  # default: <system temp>/prism_fast_render
+    tmp_root: str | None = None  # default: this process's private run root, <temp>/prism_fast-<uid>/run_* (sandbox.py)
     isolate_network: bool = True
     readonly_paths: tuple[str, ...] = ()  # extra paths the script must not write (inputs, caches, project)
     protect_tmp_root: bool = True  # other samples' temp dirs are read-only for this sample
@@ -121,6 +125,10 @@ class RenderConfig:
     # Record the pixel boxes of every text mobject in every written frame (execute/textboxes.py; prefork backend
     # only): a sidecar <id>.textboxes.json next to the video, PADVC's scene text masks. Never changes the video.
     text_boxes: bool = True
+    # Render every successful script a second time and record both videos' sha256 (execute/determinism.py
+    # exec_fields, called by the render worker; rows: determinism_sha256, determinism_equal). Not a render setting:
+    # it changes neither render's row or video (not in render_settings, the cache key).
+    determinism_check: bool = False
 
 
 def render_settings(cfg: RenderConfig) -> dict:
@@ -173,9 +181,7 @@ def resolve_bin(manim_bin: str) -> str:
 
 
 def _tmp_root(cfg: RenderConfig) -> Path:
-    root = Path(cfg.tmp_root) if cfg.tmp_root else Path(tempfile.gettempdir()) / "prism_fast_render"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    return sandbox.scratch_root(cfg.tmp_root)  # default: this process's private run root (sandbox.run_root)
 
 
 def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin: str,
@@ -196,6 +202,7 @@ def _base_row(sample_id: str, file_path: str | None, profile: Profile, manim_bin
         "tex_format": "off", "tex_format_compiles": 0, "tex_format_fallbacks": 0,
         "play_hashing": play_hashing, "fast_paths": "off",
         "env_fingerprint": fingerprint_hash(manim_bin),
+        "video_check": None, "video_frames": None,  # the real-video check (videocheck.py); None: no mp4 checked
     }
 
 
@@ -246,9 +253,14 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
     dest = videos / f"{sample_id}.mp4"
 
     if not profile.fixes("Q-FUNNEL-2") and dest.exists():
-        # Q-FUNNEL-2 reference: an existing video is trusted as a success without rendering.
-        row.update(success=True, skipped=True, video_path=str(dest), status="skipped")
-        return row
+        # Q-FUNNEL-2 reference: an existing video is trusted as a success without rendering -- if it is a real
+        # video (else it is removed and the sample rendered, as a fresh run would)
+        check = _check_video(dest, cfg)
+        if check.ok:
+            row.update(success=True, skipped=True, video_path=str(dest), status="skipped", **check.row_fields())
+            return row
+        log.warning("render %s: the existing video is not a valid video (%s); rendering it", sample_id, check.detail)
+        _remove_video(dest)
 
     choice = select_scene(script_text, profile)  # Q-EXEC-1 is decided inside select_scene
     row.update(scene_class=choice.name, scene_select_method=choice.method, scene_select_detail=choice.detail)
@@ -264,7 +276,7 @@ def render_one(sample_id: str, script_text: str, out_dir: str | os.PathLike, cfg
             script_text=script_text, sample_id=sample_id, scene=choice.name, render_settings=render_settings(cfg),
             exec_switches={q: profile.fixes(q) for q in ("Q-EXEC-1", "Q-EXEC-2")},
             env_fingerprint=row["env_fingerprint"])
-        hit = cache.get(key, dest)
+        hit = _verified_hit(cache.get(key, dest), dest, cfg, sample_id)
         if hit is not None and hit.get("success") and _wants_text_boxes(cfg, row["backend"]) and \
                 not textboxes.cache_restore(cfg.cache_dir, key, dest):
             hit = None  # an entry without its text boxes (older, or another backend): render again to get them
@@ -439,14 +451,53 @@ def _render_in(work: Path, tmp_root: Path, sample_id: str, script_text: str, sce
         row.update(error=f"render succeeded but mp4 copy failed: {exc}", error_kind="mp4_copy_failed",
                    error_detail=f"{type(exc).__name__}: {exc}")
         return row
-    row.update(success=True, video_path=str(dest), status="ok")
     if res.ran_as not in (None, "prefork"):
         tb_plan = None  # the recorder was not installed (e.g. bubblewrap): the request reached the script's process
+    tb_doc = None
     try:
-        textboxes.collect(tb_plan, dest, work)
+        tb_doc = textboxes.collect(tb_plan, dest, work)
     except OSError as exc:
         log.warning("text boxes of %s not collected (%s)", sample_id, exc)
+    # success needs a real video: checked on our copy, with the frame count the render's recorder saw
+    check = _check_video(dest, cfg, videocheck.frames_written(tb_doc))
+    row.update(check.row_fields())
+    if not check.ok:
+        row.update(error=f"{ERR_INVALID_VIDEO}: {check.detail}", error_kind="invalid_video", error_detail=check.detail)
+        _remove_video(dest)  # a failed row has no video (and Q-FUNNEL-2 must not find this one)
+        return row
+    row.update(success=True, video_path=str(dest), status="ok")
     return row
+
+
+def _check_video(video: Path, cfg: RenderConfig, written: int | None = None) -> videocheck.VideoCheck:
+    """The real-video check of ``video`` (videocheck.py): H.264 at the stream's own size and rate (a script may set
+    ``config.frame_rate`` or the pixel size, as under the toolkit), every frame decoded, as many as its duration
+    says and the render wrote."""
+    return videocheck.check_video(video, None, written)
+
+
+def _remove_video(video: Path) -> None:
+    """Remove a video that is no success, and its text boxes (they describe its frames)."""
+    video.unlink(missing_ok=True)
+    textboxes.sidecar_path(video).unlink(missing_ok=True)
+
+
+def _verified_hit(hit: dict | None, dest: Path, cfg: RenderConfig, sample_id: str) -> dict | None:
+    """A render cache hit, unless it is a success whose video fails the real-video check: entries this version
+    stored were checked before (``video_check`` ok, in the tagged row, with the video's tagged hash); older ones
+    are checked now, and an invalid one is a miss (rendered again; a success then replaces the entry)."""
+    if hit is None:
+        return None
+    for name in ("video_check", "video_frames"):  # (absent in entries stored before the check existed)
+        hit.setdefault(name, None)
+    if not hit.get("success") or hit["video_check"] == "ok":
+        return hit
+    check = _check_video(dest, cfg)
+    if check.ok:
+        return {**hit, **check.row_fields()}
+    log.warning("render cache: %s's cached video is not a valid video (%s); rendering it", sample_id, check.detail)
+    _remove_video(dest)
+    return None
 
 
 def _child_installs(cfg: RenderConfig, backend: str | None) -> bool:

@@ -32,9 +32,11 @@ one thread at a time in our callers).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import logging
 import os
+import re
 import resource
 import selectors
 import shutil
@@ -42,6 +44,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -693,8 +696,10 @@ class Prepared:
 
 
 def jail_root() -> str:
-    """An empty directory the new root's tmpfs is mounted on, inside each child's own mount namespace."""
-    path = Path(tempfile.gettempdir()) / "prism_fast_jail_root"
+    """An empty directory the new root's tmpfs is mounted on, inside each child's own mount namespace: in this
+    process's private run root (:func:`run_root`), never a fixed name in the shared temp dir that another user could
+    have made first (or made a symbolic link)."""
+    path = run_root() / ".jail_root"
     path.mkdir(mode=0o700, exist_ok=True)
     return str(path)
 
@@ -772,7 +777,7 @@ def prepare(spec: SandboxSpec) -> Prepared:
             view = v.to_dict()
         else:  # bwrap maps our own uid to v.uid inside: the scratch stays ours
             bwrap_prefix = tuple(jail.bwrap_argv(v, [], bwrap=host.bwrap))
-    readonly = tuple(str(Path(p).resolve()) for p in spec.readonly_paths if Path(p).exists())
+    readonly = tuple(_widen_run_root(str(Path(p).resolve())) for p in spec.readonly_paths if Path(p).exists())
     plan = _ChildPlan(
         rlimits=_rlimits(spec.limits, use_nproc),
         cgroup_procs=tuple(str(c / "cgroup.procs") for c in cgroups),
@@ -950,9 +955,37 @@ def _owner_file(path: Path) -> Path:
     return path.with_name(f".{path.name}.owner")
 
 
+def _mounts_at_or_below(path: Path) -> list[str]:
+    """The mount points at ``path`` or below it (this mount namespace's ``/proc/self/mountinfo``), deepest first:
+    a dead worker's run root holds its samples' scratch tmpfs mounts."""
+    top = os.path.join(os.path.realpath(path.parent), path.name)  # (the entry itself is not followed)
+    found = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+            for line in fh:
+                fields = line.split(" ")
+                if len(fields) < 5:
+                    continue
+                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])  # \040 = space
+                if point == top or point.startswith(top + "/"):
+                    found.append(point)
+    except OSError:
+        return [str(path)] if os.path.ismount(path) else []
+    return sorted(set(found), key=lambda p: (-p.count("/"), p))
+
+
+def _remove_tree(entry: Path) -> None:
+    """Unmount everything mounted at or below ``entry`` (lazily) and remove it; errors leave what could not go."""
+    for point in _mounts_at_or_below(entry):
+        _umount(point)
+    shutil.rmtree(entry, ignore_errors=True)
+
+
 @lru_cache(maxsize=None)
 def _sweep_scratch(parent: str) -> None:
-    """Unmount and remove scratch directories whose owner process is gone (a worker killed mid-render)."""
+    """Unmount and remove scratch directories whose owner process is gone (a worker killed mid-render), and, in a
+    user's directory of run roots (:func:`run_root`), the run roots of dead processes with every scratch mount
+    still inside them."""
     for owner_file in Path(parent).glob(".*.owner"):
         try:
             owner = int(owner_file.read_text())
@@ -963,10 +996,117 @@ def _sweep_scratch(parent: str) -> None:
         except (ValueError, OSError):
             continue
         entry = owner_file.with_name(owner_file.name[1:-len(".owner")])
-        if os.path.ismount(entry):
-            _umount(str(entry))
-        shutil.rmtree(entry, ignore_errors=True)
+        _remove_tree(entry)
         owner_file.unlink(missing_ok=True)
+
+
+# Scratch roots: one private directory per process and user (issue: a fixed <temp>/prism_fast_render became root's
+# after a root run, so every later non-root run failed, and any local user could create it first).
+#
+#   <temp>/prism_fast-<euid>/            this user's directory (0700, owner and mode checked at every first use;
+#                                        refused -- with a warning -- when another user owns it or it is a link)
+#       run_XXXXXXXX/  .run_XXXXXXXX.owner   one process's run root (mkdtemp, 0700) and its owner pid
+#           render_<id>_*/ audit_<id>_*/ tex_own_*/ determinism_*/ prism_fast_prefork_*/ .jail_root
+#
+# A process makes its run root at its first use and removes it at exit; a process killed with SIGKILL (a Ray actor
+# at the end of a run, an OOM kill) leaves it, and the next process of the same user on the host that makes its
+# own removes every run root whose owner is gone, unmounting the scratch tmpfs mounts left inside first. Where the
+# user's directory is refused, the run root is a fresh ``mkdtemp`` directly in the temp dir (private, removed at
+# exit, but a crash leaves it for the operator).
+
+USER_DIR_PREFIX = "prism_fast-"
+RUN_ROOT_PREFIX = "run_"
+_RUN_ROOTS: dict[tuple[int, str], Path] = {}  # (pid, temp dir) -> this process's run root
+_RUN_ROOTS_LOCK = threading.Lock()
+
+
+def _not_private(path: Path) -> str | None:
+    """Why ``path`` is not a directory that only this user controls (None when it is one). A directory of ours
+    that others may enter is made 0700."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot stat it: {exc}"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if st.st_uid != os.geteuid():
+        return f"it is owned by uid {st.st_uid}, not {os.geteuid()}"
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        try:
+            os.chmod(path, 0o700, follow_symlinks=False)
+        except (OSError, NotImplementedError) as exc:
+            return f"mode {stat.S_IMODE(st.st_mode):o} and chmod failed: {exc}"
+    return None
+
+
+def user_dir(temp: str | os.PathLike | None = None) -> Path | None:
+    """``<temp>/prism_fast-<euid>``: this user's directory of run roots, made 0700 when missing. None (warned) when
+    that name exists and is not a directory this user owns (pre-created by another user, a symbolic link)."""
+    path = Path(temp or tempfile.gettempdir()) / f"{USER_DIR_PREFIX}{os.geteuid()}"
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        log.warning("sandbox: cannot create %s (%s); this process's scratch root has no crash recovery", path, exc)
+        return None
+    why = _not_private(path)
+    if why is not None:
+        log.warning("sandbox: refusing %s as this user's scratch directory (%s); this process uses a fresh private "
+                    "directory instead, which a crash would leave behind", path, why)
+        return None
+    return path
+
+
+def run_root(temp: str | os.PathLike | None = None) -> Path:
+    """This process's private scratch root (made once per process and temp dir, ``mkdtemp``, 0700): the parent of
+    its samples' scratch directories, removed at exit. The first call sweeps the run roots of this user's dead
+    processes (see the layout above)."""
+    temp = str(temp or tempfile.gettempdir())
+    key = (os.getpid(), temp)
+    with _RUN_ROOTS_LOCK:
+        root = _RUN_ROOTS.get(key)
+        if root is not None and root.is_dir():
+            return root
+        base = user_dir(temp)
+        if base is not None:
+            _sweep_scratch.__wrapped__(str(base))
+            root = Path(tempfile.mkdtemp(prefix=RUN_ROOT_PREFIX, dir=str(base)))
+            _owner_file(root).write_text(str(os.getpid()))
+        else:
+            root = Path(tempfile.mkdtemp(prefix=f"{USER_DIR_PREFIX}{os.geteuid()}-", dir=temp))
+        _RUN_ROOTS[key] = root
+        atexit.register(_remove_run_root, root, os.getpid())
+        return root
+
+
+def _remove_run_root(root: Path, pid: int) -> None:
+    if os.getpid() != pid:  # a forked child that runs atexit handlers (the prefork server's) must not
+        return
+    _remove_tree(root)
+    _owner_file(root).unlink(missing_ok=True)
+
+
+def scratch_root(explicit: str | os.PathLike | None = None) -> Path:
+    """Where scratch directories go: ``explicit`` as given (an operator's or a test's own directory, e.g.
+    ``RenderConfig.tmp_root``), else this process's :func:`run_root`."""
+    if explicit:
+        path = Path(explicit)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return run_root()
+
+
+def _widen_run_root(path: str) -> str:
+    """A run root given as read-only (render's ``protect_tmp_root``) stands for every run root of this user: the
+    other processes' samples (unsafe level; the view mounts none of them)."""
+    parent = os.path.dirname(path)
+    if os.path.basename(parent) == f"{USER_DIR_PREFIX}{os.geteuid()}" and \
+            any(os.path.realpath(r) == path for r in list(_RUN_ROOTS.values())):
+        return parent
+    return path
 
 
 class owned_dir:

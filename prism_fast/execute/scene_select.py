@@ -114,13 +114,18 @@ def select_scene_ast(tree: ast.Module) -> str | None:
         if any(_base_is_manim_scene(b, module_aliases, class_aliases) for b in cls.bases):
             direct.add(index)
     scene_names = {classes[i].name for i in direct}
-    changed = True
-    while changed:  # transitive closure through classes defined in this file
-        changed = False
-        for cls in classes:
-            if cls.name not in scene_names and any(b in scene_names for b in local_bases[cls.name]):
-                scene_names.add(cls.name)
-                changed = True
+    # transitive closure through classes defined in this file: a worklist from the direct scenes down the
+    # name -> subclasses edges (repeated passes over every class were quadratic in a chain of classes)
+    derived: dict[str, list[str]] = {}
+    for cls in classes:
+        for b in local_bases[cls.name]:
+            derived.setdefault(b, []).append(cls.name)
+    todo = list(scene_names)
+    while todo:
+        for name in derived.get(todo.pop(), ()):
+            if name not in scene_names:
+                scene_names.add(name)
+                todo.append(name)
     candidates = [cls for cls in classes if cls.name in scene_names]
     derived_from = {b for cls in candidates for b in local_bases[cls.name] if b != cls.name}
     for cls in candidates:

@@ -7,6 +7,7 @@ cache's gate, execute/texcache.py). Pure: text in, reasons out.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import string
 import sys
@@ -81,6 +82,24 @@ COPY_PROTOCOL = frozenset({"__reduce__", "__reduce_ex__", "__getstate__", "__set
 DUNDER = re.compile(r"__\w+__")
 
 
+# The work bound of every static analysis of a script's text that shares this module (the one-pass rule, the TeX
+# cache's gate): each is linear in the number of AST nodes, and a script past MAX_NODES is not analysed at all --
+# it gets the analysis's safe answer with the reason ANALYSIS_BUDGET (not one-pass eligible; no TeX cache). A
+# count, never a time: the same answer on a loaded machine. The bundled samples have under 1 000 nodes, a chain
+# of 3000 helper functions 18 000.
+MAX_NODES = 200_000
+ANALYSIS_BUDGET = "analysis_budget"
+
+
+def over_budget(tree: ast.AST, limit: int | None = None) -> bool:
+    """Whether ``tree`` has more than ``limit`` (default :data:`MAX_NODES`) nodes; stops counting there."""
+    limit = MAX_NODES if limit is None else limit
+    for count, _ in enumerate(ast.walk(tree), start=1):
+        if count > limit:
+            return True
+    return False
+
+
 def format_reads_attributes(template: str) -> bool:
     """Whether a ``str.format`` template reads an attribute or an item of an argument (``{0.x}``, ``{a[k]}``)."""
     try:
@@ -115,19 +134,49 @@ def keyword_forwards(tree: ast.AST) -> set:
     """The ``**kwargs`` arguments that only forward a function's own ``**kwargs`` parameter (``def f(**kw):
     g(**kw)``, a wrapper's usual form): their keys are the callers' keywords, which the rule reads at each call
     site. Only where every use of the name in the function is such a ``**`` (no store, item assignment or method
-    call on it)."""
-    safe = set()
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or fn.args.kwarg is None:
+    call on it).
+
+    One pass over the tree: every node gets its preorder index, so a function's body is an index range and the
+    uses of a name in it are counted by bisection (walking each function's body made nested functions cost the
+    square of their depth)."""
+    index: dict[int, tuple[int, int]] = {}  # id(node) -> (preorder index, index past its subtree)
+    names: dict[str, list[int]] = {}  # name -> preorder indices of its Name nodes
+    params: dict[str, list[int]] = {}  # name -> preorder indices of the parameters (ast.arg) of that name
+    spreads: dict[str, list[tuple[int, ast.keyword]]] = {}  # name -> the `**name` keywords, with their indices
+    functions = []
+    count = 0
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, closing = stack.pop()
+        if closing:
+            index[id(node)] = (index[id(node)][0], count)
             continue
+        index[id(node)] = (count, count)
+        if isinstance(node, ast.Name):
+            names.setdefault(node.id, []).append(count)
+        elif isinstance(node, ast.arg):
+            params.setdefault(node.arg, []).append(count)
+        elif isinstance(node, ast.keyword) and node.arg is None and isinstance(node.value, ast.Name):
+            spreads.setdefault(node.value.id, []).append((count, node))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node.args.kwarg is not None:
+            functions.append(node)
+        count += 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(list(ast.iter_child_nodes(node))))
+
+    def within(positions: list[int], lo: int, hi: int) -> int:
+        return bisect.bisect_left(positions, hi) - bisect.bisect_left(positions, lo)
+
+    safe = set()
+    for fn in functions:
         name = fn.args.kwarg.arg
         body = fn.body if isinstance(fn.body, list) else [fn.body]
-        uses = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name]
-        kws = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.keyword) and n.arg is None
-               and isinstance(n.value, ast.Name) and n.value.id == name]
-        rebound = [n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.arg) and n.arg == name]
-        if len(uses) == len(kws) and not rebound:
-            safe.update(id(k) for k in kws)
+        lo, hi = index[id(body[0])][0], index[id(body[-1])][1]  # (a body's statements are consecutive children)
+        kws = spreads.get(name, [])
+        first, last = bisect.bisect_left(kws, (lo,)), bisect.bisect_left(kws, (hi,))
+        uses = within(names.get(name, []), lo, hi)
+        if uses == last - first and not within(params.get(name, []), lo, hi):
+            safe.update(id(k) for _, k in kws[first:last])
     return safe
 
 

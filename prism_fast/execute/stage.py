@@ -22,7 +22,7 @@ def task_row(model: str, profile_name: str, task: Task, inp: ScriptInput, script
         "model": model, "lang": task.language, "id": task.id,
         "status": "ok" if inp.script is not None else "error",
         "error_kind": None if inp.script is not None else inp.clean_status,
-        "error_detail": None, "profile": profile_name,
+        "error_detail": None if inp.script is not None else inp.detail, "profile": profile_name,
         "source": task.source, "instruction_sha256": sha256_text_or_none(task.instruction),
         "has_script": inp.script is not None, "script_sha256": sha256_text_or_none(inp.script),
         "script_path": str(script_path) if script_path else None,
@@ -56,12 +56,14 @@ _GENERATION_STATUS = {"missing": "empty_after_cleanup", "empty_after_cleanup": "
                       "provider_error": "provider_error"}
 
 
-def no_script_row(lang: str, sample_id: str, clean_status: str) -> dict:
-    """The Exec row of a task with nothing to render: an Exec failure, recorded and classified as such."""
+def no_script_row(lang: str, sample_id: str, clean_status: str, detail: str | None = None) -> dict:
+    """The Exec row of a task with nothing to render: an Exec failure, recorded and classified as such
+    (``detail``: why, in words, where the predictions loader said: ``ScriptInput.detail``)."""
     from prism_fast.execute.taxonomy import taxonomy_fields
 
+    error = f"no script ({clean_status}: {detail})" if detail else f"no script ({clean_status})"
     return {"lang": lang, "id": sample_id, "status": "error", "error_kind": "no_script",
-            "error_detail": clean_status, "success": False, "skipped": False, "error": f"no script ({clean_status})",
+            "error_detail": clean_status, "success": False, "skipped": False, "error": error,
             **taxonomy_fields(code=None, render_row=None, script_id=sample_id,
                               generation_status=_GENERATION_STATUS.get(clean_status, "empty_after_cleanup"))}
 

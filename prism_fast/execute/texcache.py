@@ -255,6 +255,8 @@ def script_reasons(source: str) -> list[str]:
         return []  # Python refuses it before any TeX
     except (RecursionError, MemoryError):
         return ["too_deep_to_parse"]
+    if script_reach.over_budget(tree):  # past the analyses' size bound (script_reach.MAX_NODES): declined
+        return [script_reach.ANALYSIS_BUDGET]
     try:
         reasons = script_reach.reach_reasons(tree, GATE_IMPORTS, script_reach.MODULE_ATTRS - {"time"},
                                              GATE_HARMLESS)
@@ -979,13 +981,13 @@ class own_svgs:
     separate audits inside serve them (:func:`own_dir_for_audit`)."""
 
     def __init__(self, base: str | os.PathLike | None = None):
-        self.base = Path(base) if base is not None else Path(tempfile.gettempdir()) / "prism_fast_render"
+        self.base = Path(base) if base is not None else None  # None: this process's run root (sandbox.run_root)
         self.dir = self.path = None
 
     def __enter__(self) -> Path:
         from prism_fast.execute import sandbox
 
-        self.dir = sandbox.owned_dir(self.base, "tex_own_")
+        self.dir = sandbox.owned_dir(self.base if self.base is not None else sandbox.run_root(), "tex_own_")
         self.path = self.dir.__enter__()
         sinks = getattr(_OWN, "sinks", None)
         if sinks is None:

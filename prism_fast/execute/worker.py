@@ -293,8 +293,10 @@ def _owner_file(server_dir: Path) -> Path:
 def sweep_stale_server_dirs(parent: str | os.PathLike | None = None) -> int:
     """Remove the server directories (manim.cfg, server.log) of workers whose owner process is gone: a Ray actor
     killed at the end of a run never reaches ``close``. Only directories named by this module with an owner file
-    are touched; a live (or unreadable) owner keeps its directory. Returns how many were removed."""
-    parent = Path(parent or tempfile.gettempdir())
+    are touched; a live (or unreadable) owner keeps its directory. Returns how many were removed. Default
+    ``parent``: this process's private run root (``sandbox.run_root``; a dead process's whole run root is swept by
+    the next one's)."""
+    parent = Path(parent or sandbox.run_root())
     removed = 0
     for owner in parent.glob(f".{SERVER_DIR_PREFIX}*.owner"):
         try:
@@ -311,8 +313,9 @@ def sweep_stale_server_dirs(parent: str | os.PathLike | None = None) -> int:
 
 
 def own_server_dir(parent: str | os.PathLike | None = None) -> Path:
-    """A fresh server directory owned by this process (after sweeping those of dead owners)."""
-    parent = Path(parent or tempfile.gettempdir())
+    """A fresh server directory owned by this process (after sweeping those of dead owners), by default in this
+    process's private run root (``sandbox.run_root``), never directly in the shared temp dir."""
+    parent = Path(parent or sandbox.run_root())
     sweep_stale_server_dirs(parent)
     path = Path(tempfile.mkdtemp(prefix=SERVER_DIR_PREFIX, dir=str(parent)))
     _owner_file(path).write_text(str(os.getpid()))

@@ -100,6 +100,7 @@ class RenderWorker:
     @contained(_render_fallback)
     def render(self, sample_id: str, script: str) -> dict:
         from prism_fast.audit.onepass import render_and_hand_off
+        from prism_fast.execute.determinism import exec_fields as determinism_fields
         from prism_fast.execute.taxonomy import taxonomy_fields
 
         from prism_fast.execute.stage import delete_orphan_videos
@@ -116,6 +117,9 @@ class RenderWorker:
                                   self.auditor.audit if self.auditor is not None else None)
         # Classification needs only the script and the render row (execution.md §8).
         row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
+        # nondeterminism marks of the script's text (and the double render of execute.determinism_check), here in
+        # the trusted parent, never in the script's process (execute/determinism.py)
+        row.update(determinism_fields(sample_id, script, row, self.render_cfg, self.profile, runner))
         if self.td_pre is not None:
             self._td_pre(sample_id, row)
         return row

@@ -41,10 +41,10 @@ def _no_script(run: StageRun, jobs: list[Job]) -> tuple[list[Job], list[Job]]:
 def _exec_rows(run: StageRun, jobs: list[Job]):
     from prism_fast.execute.stage import delete_orphan_videos, no_script_row
 
-    status = {i.id: i.clean_status for i in run.inputs}
+    status = {i.id: (i.clean_status, i.detail) for i in run.inputs}
     empty, jobs = _no_script(run, jobs)
     delete_orphan_videos(model_output_dir(run.opts), (j.id for j in jobs))  # render_one would trust them (Q-FUNNEL-2)
-    return [no_script_row(j.lang, j.id, status[j.id]) for j in empty], scheduled(run.opts, jobs)
+    return [no_script_row(j.lang, j.id, *status[j.id]) for j in empty], scheduled(run.opts, jobs)
 
 
 def scheduled(opts: EvalOptions, jobs: list[Job]) -> list[Job]:
@@ -110,14 +110,38 @@ def _exec_finish(row: dict) -> dict:
 
 # -- Spatial audit (Q-FUNNEL-1: reference audits failed renders too) ------------------------------------------------
 def _audit_rows(run: StageRun, jobs: list[Job]):
-    from prism_fast.audit.stage import merge_left_rows, no_script_row
+    from prism_fast.audit.stage import merge_left_rows, no_script_row, render_timed_out_row
 
     opts = run.opts
     empty, jobs = _no_script(run, jobs)
+    skipped, jobs = _timed_out(run, jobs)
     merged = merge_left_rows(((j.lang, j.id, j.args[0]) for j in jobs), opts.audit_cfg, opts.profile,
                              str(model_output_dir(opts) / "audit"), opts.audit_cache_dir, opts.retry_failed)
     done = {r["id"] for r in merged}
-    return [no_script_row(j.lang, j.id) for j in empty] + merged, scheduled(opts, [j for j in jobs if j.id not in done])
+    return ([no_script_row(j.lang, j.id) for j in empty] + [render_timed_out_row(j.lang, j.id, ex) for j, ex in skipped]
+            + merged, scheduled(opts, [j for j in jobs if j.id not in done]))
+
+
+def _timed_out(run: StageRun, jobs: list[Job]) -> tuple[list[tuple[Job, dict]], list[Job]]:
+    """(jobs whose current Exec row timed out where that leaves them unaudited, audit/stage.py ``skips_audit``,
+    with that row; the other jobs). A row made with other settings or another script than this run's is not
+    trusted for it (the sample is audited)."""
+    from prism_fast.audit.stage import skips_audit, spatial_requires_exec
+
+    if not spatial_requires_exec(run.opts.profile):
+        return [], jobs
+    exec_rows = run.store.rows_by_key("exec", run.opts.model_name)
+    expected = run.expected("exec")
+    skipped, rest = [], []
+    for job in jobs:
+        ex = exec_rows.get((job.lang, job.id))
+        current = ex is not None and (expected is None or (ex.get("settings_sha256"), ex.get("inputs_sha256"))
+                                      == expected.get((job.lang, job.id)))
+        if current and skips_audit(ex, run.opts.profile):
+            skipped.append((job, ex))
+        else:
+            rest.append(job)
+    return skipped, rest
 
 
 def _audit_actor(run: StageRun):

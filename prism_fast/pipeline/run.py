@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
+from prism_fast.audit.stage import spatial_requires_exec
 from prism_fast.dataset.bundled import bundled_dataset_path
 from prism_fast.dataset.loader import Task, load_dataset, read_id_list, select_tasks
 from prism_fast.dataset.split import stratified_subset
@@ -283,7 +284,8 @@ def run_eval(opts: EvalOptions) -> dict:
         discard_prestarted()
 
     summary = summarize_run(store, opts.model_name, [t.id for t in tasks], timings,
-                            current={s: fps.expected(s) for s in fps.settings_sha if s != "tasks"})
+                            current={s: fps.expected(s) for s in fps.settings_sha if s != "tasks"},
+                            spatial_requires_exec=spatial_requires_exec(opts.profile))
     if generation:
         summary["generation"] = generation
     text = format_summary(summary)

@@ -125,8 +125,10 @@ class RowSink:
         self.last_flush = time.monotonic()
 
 
-# Error kinds that say nothing about the sample (its worker vanished): such rows are retried on every resume.
-RETRIED_ON_RESUME = ("worker_lost",)
+# Error kinds that say nothing about the sample (its worker vanished), or that another stage's row decided (a
+# render that timed out left its audit skipped, audit/stage.py: the resumed run's Exec row may say otherwise):
+# such rows are made again on every resume (a skipped audit again at no cost while the render still times out).
+RETRIED_ON_RESUME = ("worker_lost", "render_timed_out")
 
 
 def pending_jobs(store: ResultsStore, stage: str, model: str, jobs: Iterable[Job], retry_failed: bool,

@@ -37,12 +37,15 @@ def _rows(store: ResultsStore, stage: str, model: str, current: dict | None = No
 
 
 def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings: dict[str, float],
-                  current: dict | None = None) -> dict:
+                  current: dict | None = None, spatial_requires_exec: bool = False) -> dict:
+    """``spatial_requires_exec``: the run's profile fixes Q-FUNNEL-1 (a Spatial pass needs Exec success, as the
+    report's Table 1 counts it); otherwise, as the toolkit, any audit pass counts."""
     wanted = set(task_ids)
     tasks = [r for r in store.rows("tasks", model) if r["id"] in wanted]
     left_out: dict[str, int] = {}
     exec_rows, audit_rows = _rows(store, "exec", model, current, left_out), _rows(store, "audit", model, current, left_out)
     td_rows, te_rows = _rows(store, "td", model, current, left_out), _rows(store, "text_expand", model, current, left_out)
+    padvc_rows = _rows(store, "padvc", model, current, left_out)
     groups = []
     for lang in sorted({t["lang"] for t in tasks}):
         keys = [(lang, t["id"]) for t in tasks if t["lang"] == lang]
@@ -62,17 +65,25 @@ def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings:
             "render_mean_s": _mean(times), "render_median_s": round(statistics.median(times), 3) if times else None,
             "failures_by_type": failures,
         }
+        # nondeterminism (execute/determinism.py): scripts with static marks; with execute.determinism_check, the
+        # samples rendered twice and those whose two videos differed
+        group.update(nondeterminism_marked=sum(1 for r in ex if r and _has_marks(r)),
+                     determinism_checked=sum(1 for r in ex if r and r.get("determinism_equal") is not None),
+                     determinism_differ=sum(1 for r in ex if r and r.get("determinism_equal") is False))
         execs = [_manim_executions(exec_rows.get(k), audit_rows.get(k)) for k in keys]
         execs = [e for e in execs if e is not None]
         group.update(manim_exec_per_sample=_mean(execs),
                      audit_shared=sum(1 for k in keys if (audit_rows.get(k) or {}).get("audit_pass") == "shared"))
         if audit_rows:
-            passed = sum(1 for k in keys if (audit_rows.get(k) or {}).get("visual_structure_pass") == 1)
+            passed = sum(1 for k in keys if (audit_rows.get(k) or {}).get("visual_structure_pass") == 1
+                         and (not spatial_requires_exec or (exec_rows.get(k) or {}).get("success")))
             group.update(spatial_pass=passed, spatial_pct=_pct(passed, n))
         if td_rows:
             rendered = [td_rows[k] for k in keys if k in td_rows and td_rows[k].get("render_success")]
             group.update(td_center_mean_rendered=_mean(r.get("td_center") for r in rendered),
                          u_td_mean_all=_mean([(td_rows.get(k) or {}).get("u_td") or 0.0 for k in keys]))
+        if padvc_rows:
+            group.update(_padvc_means(padvc_rows, keys))
         if te_rows:
             group["text_expand_ratio_mean"] = _mean(
                 (te_rows.get(k) or {}).get("text_expand_ratio_raw") for k in keys
@@ -84,22 +95,43 @@ def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings:
     return out
 
 
+def _padvc_means(rows: dict, keys: list) -> dict:
+    """PADVC as TD's columns: PADVC_c over the rendered tasks it scored, u_PADVC (PADVC_raw × Spatial pass) over
+    all tasks (0 without a scored row). Error rows are in neither mean; those past the gate (a rendered, audited
+    task PADVC could not score: OCR, decoding, PVD) are counted, the gate's own (no video, no audit) are not."""
+    scored = {k: rows[k] for k in keys if (rows.get(k) or {}).get("status") == "ok"}
+    rendered = [r for r in scored.values() if r.get("render_success")]
+    return {"padvc_center_mean_rendered": _mean(r.get("padvc_center") for r in rendered),
+            "u_padvc_mean_all": _mean([(scored.get(k) or {}).get("u_padvc") or 0.0 for k in keys]),
+            "padvc_errors": sum(1 for k in keys if (rows.get(k) or {}).get("status") == "error"
+                                and rows[k].get("error_kind") != "gate")}
+
+
+def _has_marks(row: dict) -> bool:
+    """Whether an exec row carries nondeterminism marks (a JSON list in the store; null when none)."""
+    marks = row.get("determinism_marks")
+    return bool(marks) and marks not in ("[]", "null")
+
+
 def _manim_executions(ex: dict | None, au: dict | None) -> int | None:
     """Manim executions the run spent on one sample: its render (0 on a cache hit / trusted video, 2 when a
-    one-pass render failed and was rendered again) + its audit (0 when shared with the render or cached)."""
+    one-pass render failed and was rendered again) + its audit (0 when shared with the render or cached, or
+    skipped after a render that timed out)."""
     if not ex or ex.get("error_kind") == "no_script":
         return None
     n = ex.get("manim_executions")
     if n is None:
         n = 0 if (ex.get("cache_hit") or ex.get("skipped") or not ex.get("scene_class")) else 1
-    if au and au.get("audit_pass") != "shared" and not au.get("audit_cache_hit") and au.get("error_kind") != "no_script":
+    if (au and au.get("audit_pass") not in ("shared", "skipped") and not au.get("audit_cache_hit")
+            and au.get("error_kind") != "no_script"):
         n += 1
     return int(n)
 
 
 COLUMNS = [  # (header, key)
     ("model", "model"), ("lang", "lang"), ("tasks", "tasks"), ("Exec %", "exec_pct"),
-    ("Spatial %", "spatial_pct"), ("TD_c (rendered)", "td_center_mean_rendered"), ("uTD (all)", "u_td_mean_all"),
+    ("Spatial %", "spatial_pct"), ("PADVC_c (rendered)", "padvc_center_mean_rendered"),
+    ("uPADVC (all)", "u_padvc_mean_all"), ("TD_c (rendered)", "td_center_mean_rendered"), ("uTD (all)", "u_td_mean_all"),
     ("TextExpand", "text_expand_ratio_mean"), ("render mean s", "render_mean_s"),
     ("Manim exec/sample", "manim_exec_per_sample"),
 ]
@@ -127,6 +159,20 @@ def format_summary(summary: dict) -> str:
                      + (f" ({', '.join(f'{k}={v}' for k, v in failed.items())})" if failed else "")
                      + f"; never requested: {gen.get('never_requested', 0)}"
                      + (" (not in the predictions: generate them first)" if gen.get("never_requested") else ""))
+    padvc_failed = [g for g in groups if g.get("padvc_errors")]
+    if padvc_failed:
+        lines.append("PADVC errors on rendered tasks (in no PADVC mean; 0 in uPADVC): "
+                     + ", ".join(f"{g['model']}/{g['lang']}={g['padvc_errors']}" for g in padvc_failed))
+    marked = [g for g in groups if g.get("nondeterminism_marked")]
+    if marked:
+        lines.append(f"{sum(g['nondeterminism_marked'] for g in marked)} samples with nondeterminism marks "
+                     "(row: determinism_marks; their videos, TD and PADVC may not reproduce): "
+                     + ", ".join(f"{g['model']}/{g['lang']}={g['nondeterminism_marked']}" for g in marked))
+    checked = [g for g in groups if g.get("determinism_checked")]
+    if checked:
+        lines.append("Rendered twice (execute.determinism_check): "
+                     + ", ".join(f"{g['model']}/{g['lang']}: {g['determinism_differ']} of {g['determinism_checked']} "
+                                 "gave different videos" for g in checked))
     if summary.get("left_out_stale"):
         lines.append("Left out (rows made with other settings than this run's; their stage did not run now): "
                      + ", ".join(f"{k}={v}" for k, v in summary["left_out_stale"].items()))

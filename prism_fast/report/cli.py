@@ -279,7 +279,7 @@ def build_report(opts: ReportOptions) -> dict:
              + render.html_table([h for _, h in t1c], _table_cells(res["table1"], t1c), 4 if len(runs) > 1 else 3, "table1")),
             ("Table 2", render.html_table([h for _, h in t2c], _table_cells(res["table2"], t2c), 4 if len(runs) > 1 else 3, "table2")
              + render.html_table([h for _, h in t2f], _table_cells(res["table2"], t2f), 4 if len(runs) > 1 else 3, "table2_types")),
-            ("Statistics", "<pre>" + render.html.escape(st_md) + "</pre>"),
+            ("Statistics", render.markdown_html(st_md)),  # stats.md's tables as HTML tables
             ("Plots", "".join(render._img(png, "plot", name) for name, png in plots) or "<p>no plots</p>"),
             ("Samples", f'<p>filter: <input id="filter" placeholder="model, lang, id, error type"> '
              f'<span id="shown">{min(len(samples), opts.max_samples)}</span> shown</p>'

@@ -13,6 +13,7 @@ import html
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,22 @@ def table1_markdown(rows: list[dict]) -> str:
     den = rows[0]["denominator"] if rows else "all_tasks"
     note = (f"Exec % over all tasks; Spatial / Overlap / Leak / OOB % over {DENOMINATOR_TEXT[den]} "
             f"(`report.denominator={den}`). PADVC_c and TD_c: mean over tasks that rendered and were scored. "
-            f"{DASH} = the stage is absent from the run.\n\n")
+            f"{DASH} = the stage is absent from the run.{_nondeterminism_note(rows)}\n\n")
     return note + markdown_table([h for _, h in cols], body)
+
+
+def _nondeterminism_note(rows: list[dict]) -> str:
+    """Table 1's note on samples whose videos may not reproduce (execute/determinism.py); empty when none."""
+    out = ""
+    marked = sum(r.get("nondeterminism_marked_n") or 0 for r in rows)
+    if marked:
+        out += (f" {marked} samples with nondeterminism marks (unseeded randomness, clock reads: their videos, TD_c "
+                f"and PADVC_c may not reproduce).")
+    checked = sum(r.get("determinism_checked_n") or 0 for r in rows)
+    if checked:
+        differ = sum(r.get("determinism_differ_n") or 0 for r in rows)
+        out += f" Rendered twice: {differ} of {checked} samples gave different videos."
+    return out
 
 
 def table2_columns(rows: list[dict]) -> list[tuple[str, str]]:
@@ -245,6 +260,61 @@ def html_table(headers: list[str], rows: list[list[str]], key_cols: int = 0, tab
         body += "<tr>" + "".join(f'<td class="k">{html.escape(c)}</td>' if i < key_cols else f"<td>{html.escape(c)}</td>"
                                  for i, c in enumerate(r)) + "</tr>"
     return f'<div class="wrap"><table{tid}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+# -- the Markdown this package writes (stats.md) as HTML: headings, pipe tables, "- " lists, paragraphs, `code` --
+_TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+
+
+def _md_inline(text: str) -> str:
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def _md_kind(line: str) -> str | None:
+    if not line.strip():
+        return None
+    if line.startswith("|"):
+        return "table"
+    if line.startswith("#"):
+        return "heading"
+    return "list" if line.startswith("- ") else "text"
+
+
+def _md_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """Consecutive lines of one kind (a heading is a block of its own); blank lines end a block."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        kind = _md_kind(line)
+        if kind is None:
+            blocks.append(("", []))
+        elif blocks and blocks[-1][0] == kind and kind != "heading":
+            blocks[-1][1].append(line)
+        else:
+            blocks.append((kind, [line]))
+    return [b for b in blocks if b[0]]
+
+
+def _md_table(lines: list[str]) -> str:
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if not _TABLE_RULE.match(line)]
+    return html_table(rows[0], rows[1:], key_cols=1) if rows else ""
+
+
+def _md_block(kind: str, lines: list[str]) -> str:
+    if kind == "table":
+        return _md_table(lines)
+    if kind == "heading":
+        level = len(lines[0]) - len(lines[0].lstrip("#"))
+        # level 1 is the page section's own heading (h2); ## -> h3, ### -> h4
+        return "" if level == 1 else f"<h{min(level + 1, 6)}>{_md_inline(lines[0].lstrip('#').strip())}</h{min(level + 1, 6)}>"
+    if kind == "list":
+        return "<ul>" + "".join(f"<li>{_md_inline(line[2:])}</li>" for line in lines) + "</ul>"
+    return "<p>" + "<br>".join(_md_inline(line) for line in lines) + "</p>"
+
+
+def markdown_html(text: str) -> str:
+    """HTML of the Markdown this package writes (``stats.md``): its pipe tables become real tables
+    (:func:`html_table`, first column left-aligned), not a ``<pre>`` of Markdown source."""
+    return "\n".join(_md_block(kind, lines) for kind, lines in _md_blocks(text))
 
 
 def _img(png: bytes, cls: str, alt: str) -> str:

@@ -87,6 +87,12 @@ def table1(tasks: pa.Table, denominator: str = "all_tasks", stages: dict[str, se
                 row[f"{key}_n"] = int((~np.isnan(values)).sum())
             else:
                 row[key] = None
+        # nondeterminism (execute/determinism.py): scripts with static marks; with a double render, differing videos
+        marks = column(t, "nondeterminism_marks") if "nondeterminism_marks" in t.column_names else np.zeros(n)
+        row["nondeterminism_marked_n"] = int((np.nan_to_num(marks) > 0).sum())
+        equal = t.column("determinism_equal").to_pylist() if "determinism_equal" in t.column_names else []
+        row["determinism_checked_n"] = sum(1 for v in equal if v is not None)
+        row["determinism_differ_n"] = sum(1 for v in equal if v is False)
         rows.append(row)
     return rows
 

@@ -40,6 +40,9 @@ TASK_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("padvc_raw", pa.float64()), ("padvc_center", pa.float64()), ("u_padvc", pa.float64()),
     ("total_energy", pa.float64()),
     ("text_expand", pa.float64()), ("info_expand", pa.float64()),
+    # nondeterminism (execute/determinism.py): how many static marks the script has (null: no exec row), and with
+    # execute.determinism_check whether its two renders gave the same video (null: not rendered twice)
+    ("nondeterminism_marks", pa.int64()), ("determinism_equal", pa.bool_()),
 ]
 
 
@@ -150,6 +153,8 @@ def load_run(run_dir: str | Path, label: str | None = None, *, text_expand_colum
             "total_energy": total_energy_of(pv) if pv_ok else None,
             "text_expand": te.get(text_expand_column) if te_ok else None,
             "info_expand": te.get("info_expand_ratio") if te_ok else None,
+            "nondeterminism_marks": len(_json(ex.get("determinism_marks"), []) or []) if ex else None,
+            "determinism_equal": ex.get("determinism_equal") if ex else None,
         }
         for name in cols:
             cols[name].append(values[name])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from prism_fast.audit import fastcopy
+from prism_fast.audit.verdict import report_file
 
 ATOMIC = fastcopy._ATOMIC
 
@@ -211,11 +212,12 @@ def test_no_shared_paths_for_a_script_that_can_reach_them_by_a_computed_name(tmp
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(PYTHONPATH=str(root), AUDIT_SAVE_IMAGES="0", TMPDIR=str(tmp_path), HOME=str(work),
                    MPLCONFIGDIR=str(work / "mpl"))
-        proc = subprocess.run([sys.executable, "-m", "prism_fast.audit.child", str(script), "--json-out",
-                               str(work / "report.json"), "--output-dir", str(work / "out"), "--meta-out",
+        proc = subprocess.run([sys.executable, "-m", "prism_fast.audit.child", str(script), "--observations-out",
+                               str(work / "obs.json"), "--output-dir", str(work / "out"), "--meta-out",
                                str(work / "meta.json")], cwd=work, env=env, capture_output=True, text=True,
                               timeout=600)
         assert proc.returncode == 0, proc.stderr[-2000:]
+        assert report_file(work / "obs.json", work / "report.json")  # the verdict is the parent's (verdict.py)
         assert "shared" not in json.loads((work / "meta.json").read_text())["fastcopy"]
         reports[name] = json.loads((work / "report.json").read_text())
     # the copies are the standard library's: the rebuilt glyph stays where the unmutated path puts it

@@ -33,17 +33,19 @@ def test_first_play_fadeout_locks_nothing_and_no_play_gives_no_segment():
     assert segment_report(log.segments) == {}
 
 
-def test_salvage_takes_last_snapshot_with_issue():
+def test_salvage_is_marked_for_the_verdict_to_pick():
+    """The pick (the last snapshot with an issue) needs verdicts: the log only marks it; verdict.segments_of makes
+    it (tests/audit/test_audit_observations.py)."""
     log = SegmentLog()
     play(log, issue=True)
     play(log)
-    assert log.finalize() is not None
-    assert [s.label for s in log.segments] == ["Step_0"]
+    assert log.finalize() is not None and log.salvage
+    assert log.segments == [] and [s.label for s in log.kept()] == ["Step_0", "Step_1"]
+    assert log.finalize() is None  # (a second salvage of the same scene prints nothing)
     log2 = SegmentLog()
     play(log2)
-    play(log2)
-    log2.finalize()
-    assert [s.label for s in log2.segments] == ["Step_1"]
+    log2.on_render_end()
+    assert log2.finalize() is None and not log2.salvage
 
 
 def test_every_checkpoint_switch_q_spatial_7():

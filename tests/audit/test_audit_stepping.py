@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from prism_fast.audit.verdict import report_file
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = '''
@@ -45,10 +47,11 @@ def _audit(tmp_path: Path, name: str, every_frame: bool) -> dict:
                MPLCONFIGDIR=str(work / "mpl"))
     if every_frame:
         env["PRISM_AUDIT_EVERY_FRAME"] = "1"
-    proc = subprocess.run([sys.executable, "-m", "prism_fast.audit.child", str(script), "--json-out",
-                           str(work / "report.json"), "--output-dir", str(work / "out"), "--meta-out",
+    proc = subprocess.run([sys.executable, "-m", "prism_fast.audit.child", str(script), "--observations-out",
+                           str(work / "obs.json"), "--output-dir", str(work / "out"), "--meta-out",
                            str(work / "meta.json")], cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert report_file(work / "obs.json", work / "report.json")  # the verdict is the parent's (verdict.py)
     return {"report": (work / "report.json").read_bytes(), "meta": json.loads((work / "meta.json").read_text())}
 
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.runner import audit_one
-from prism_fast.execute import texcache, texformat
+from prism_fast.execute import sandbox, texcache, texformat
 from prism_fast.profile import REFERENCE
 from tests.audit.test_audit_tex_cache import CLEAN
 
@@ -66,7 +65,7 @@ def test_separate_audit_takes_its_renders_compiles_and_reports_what_it_would_alo
         audited[sid] = auditor.audit(sid, script)
         return audited[sid]
 
-    own_base = Path(tempfile.gettempdir()) / "prism_fast_render"
+    own_base = sandbox.run_root()  # this process's private scratch root (execute/sandbox.py)
 
     def mine() -> set:  # this process's own dirs (its owner file names it): other test processes render beside it
         def owner(path: Path) -> str | None:

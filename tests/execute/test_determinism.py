@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prism_fast.execute.determinism import (
-    KIND_CLOCK, KIND_GRAPH, KIND_NUMPY, KIND_RANDOM, determinism_fields, static_marks,
+    KIND_CLOCK, KIND_GRAPH, KIND_NUMPY, KIND_RANDOM, row_fields, static_marks,
 )
 
 HEAD = "from manim import *\nimport numpy as np\nimport random\n"
@@ -61,9 +61,58 @@ def test_deterministic_script_and_unparsable_source():
 def test_marks_carry_name_and_line_and_fields():
     marks = static_marks(HEAD + "\n\nv = np.random.normal(size=3)\n")
     assert [(m.kind, m.name, m.line) for m in marks] == [(KIND_NUMPY, "np.random.normal", 6)]
-    assert determinism_fields(marks) == {"determinism": "unchecked", "determinism_suspect": True,
-                                         "determinism_marks": [{"kind": KIND_NUMPY, "name": "np.random.normal",
-                                                                "line": 6}]}
-    assert determinism_fields([], "a" * 64, "a" * 64)["determinism"] == "deterministic"
-    assert determinism_fields([], "a" * 64, "b" * 64)["determinism"] == "nondeterministic"
-    assert determinism_fields([], "a" * 64, None)["determinism"] == "unchecked"
+    assert row_fields(marks) == {"determinism_marks": [{"kind": KIND_NUMPY, "name": "np.random.normal", "line": 6}],
+                                 "determinism_sha256": None, "determinism_equal": None}
+
+
+def test_seedless_seed_calls_are_marked_and_seed_nothing():
+    # a seed call without a seed reseeds from the OS: marked itself, and the module's draws stay marked
+    assert kinds(HEAD + "random.seed()\nx = random.random()\n") == [KIND_RANDOM, KIND_RANDOM]
+    assert kinds(HEAD + "random.seed(None)\n") == [KIND_RANDOM]
+    assert kinds(HEAD + "random.seed(a=None)\n") == [KIND_RANDOM]
+    assert kinds("from random import seed\nseed()\n") == [KIND_RANDOM]
+    assert kinds(HEAD + "np.random.seed()\np = np.random.uniform(-3, 3, size=3)\n") == [KIND_NUMPY, KIND_NUMPY]
+    assert kinds("import numpy\nnumpy.random.seed(None)\n") == [KIND_NUMPY]
+    assert kinds("import numpy as np\nnp.random.seed(seed=None)\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "g = np.random.default_rng(None)\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "g = np.random.default_rng(seed=None)\n") == [KIND_NUMPY]
+    assert kinds("from numpy.random import default_rng\ng = default_rng()\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "r = np.random.RandomState()\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "g = np.random.Generator(np.random.PCG64())\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "s = np.random.SeedSequence()\n") == [KIND_NUMPY]
+    assert kinds(HEAD + "r = random.Random()\n") == [KIND_RANDOM]
+    # with a seed: nothing
+    assert kinds(HEAD + "random.seed(3)\nnp.random.seed(0)\nx = random.random() + np.random.rand()\n") == []
+    assert kinds(HEAD + "r = random.Random(4)\ng = np.random.Generator(np.random.PCG64(5))\n") == []
+    assert kinds(HEAD + "r = np.random.RandomState(seed=1)\ns = np.random.SeedSequence(entropy=9)\n") == []
+    # a seedless reseed next to a seeded one is still marked (the order of calls is not modelled)
+    assert kinds(HEAD + "np.random.seed(1)\nnp.random.seed()\nv = np.random.rand()\n") == [KIND_NUMPY]
+    # unreadable arguments are not claimed
+    assert kinds(HEAD + "args = ()\nnp.random.seed(*args)\n") == []
+
+
+def test_static_marks_stay_linear_on_large_inputs():
+    import time
+
+    line = "x = np.random.rand() + random.random()\n"
+    small, big = HEAD + line * 1000, HEAD + line * 10000
+    t0 = time.perf_counter()
+    assert len(static_marks(small)) == 2000
+    t1 = time.perf_counter()
+    assert len(static_marks(big)) == 20000
+    t2 = time.perf_counter()
+    assert (t2 - t1) < 30 * max(t1 - t0, 0.01)  # 10x the text: far from 100x the time
+    assert static_marks("x = " + "(" * 100000 + ")" * 100000) == []  # too deep to parse: no marks, no crash
+    assert static_marks("x = a" + ".b" * 100000 + "()") == []  # a long chain: no crash
+
+
+def test_row_fields():
+    from prism_fast.execute.determinism import row_fields
+
+    marks = static_marks(HEAD + "np.random.seed()\n")
+    assert row_fields([]) == {"determinism_marks": None, "determinism_sha256": None, "determinism_equal": None}
+    assert row_fields(marks)["determinism_marks"] == [{"kind": KIND_NUMPY, "name": "np.random.seed", "line": 4}]
+    assert row_fields([], ("a" * 64, "a" * 64))["determinism_equal"] is True
+    assert row_fields([], ("a" * 64, "b" * 64)) == {"determinism_marks": None, "determinism_sha256": ["a" * 64, "b" * 64],
+                                                     "determinism_equal": False}
+    assert row_fields([], ("a" * 64, None))["determinism_equal"] is False

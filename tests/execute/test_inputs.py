@@ -56,3 +56,67 @@ def test_non_utf8_predictions_jsonl_names_the_file_and_line(tmp_path):
     bad.write_bytes(_json.dumps({"id": "a", "response": "ok"}).encode() + b"\n" + b'{"id": "b", "response": "\xff"}\n')
     with pytest.raises(ValueError, match=r"replies\.jsonl:2: not valid UTF-8 at byte 25 "):
         _read_responses(bad)
+
+
+def test_entries_that_are_not_regular_files_are_per_task_errors_never_opened(tmp_path, monkeypatch):
+    """A directory, a FIFO, a socket, a symlink to a directory or to nothing, named like a script: each is its task's
+    error (``not_a_regular_file``, the detail naming the entry and what it is), never opened (a FIFO would block
+    the read), and the other tasks are read as usual. Before, a directory named ``<id>.py`` aborted the loader
+    (IsADirectoryError) and a FIFO looked like an unrequested task (``missing``)."""
+    import os
+    import socket
+    import threading
+
+    from prism_fast.execute.inputs import NOT_A_REGULAR_FILE, PATH_OUTSIDE_PREDICTIONS, UNREADABLE_PREDICTION
+
+    ids = [f"PRISM-EN-00001{i}" for i in range(8)]
+    tasks = [Task(i, "en", "notes", "ref") for i in ids]
+    d = tmp_path / "preds"
+    d.mkdir()
+    outside = tmp_path / "outside.py"
+    outside.write_text("secret = 1\n")
+    (d / f"{ids[0]}.py").mkdir()
+    os.mkfifo(d / f"{ids[1]}.py")
+    (d / f"{ids[2]}.py").symlink_to(outside)
+    (d / "sub").mkdir()
+    (d / f"{ids[3]}.py").symlink_to("sub")
+    (d / f"{ids[4]}.py").symlink_to("nothing_here.py")
+    server = socket.socket(socket.AF_UNIX)
+    monkeypatch.chdir(d)  # (a relative name: a socket path is limited to ~100 characters)
+    server.bind(f"{ids[5]}.py")
+    monkeypatch.undo()
+    (d / f"{ids[6]}.py").write_text("ok = 1\n")
+    (d / "odd.py").write_text("x = 1\n")
+    (d / "odd.py").chmod(0)
+    (d / "manifest.jsonl").write_text(json.dumps({"id": ids[7], "file": "odd.py"}) + "\n")
+    result: dict = {}
+    worker = threading.Thread(target=lambda: result.update(got=load_inputs("predictions", tasks, REFERENCE, d)),
+                              daemon=True)
+    worker.start()
+    worker.join(30)
+    server.close()
+    if worker.is_alive():
+        os.close(os.open(d / f"{ids[1]}.py", os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("the loader blocked on a FIFO")
+    got = {i.id: i for i in result["got"]}
+    assert [(got[i].script, got[i].clean_status) for i in ids[:6]] == [
+        (None, NOT_A_REGULAR_FILE), (None, NOT_A_REGULAR_FILE), (None, PATH_OUTSIDE_PREDICTIONS),
+        (None, NOT_A_REGULAR_FILE), (None, NOT_A_REGULAR_FILE), (None, NOT_A_REGULAR_FILE)]
+    assert f"{ids[0]}.py is a directory" in got[ids[0]].detail
+    assert f"{ids[1]}.py is a FIFO" in got[ids[1]].detail
+    assert "points outside the predictions directory" in got[ids[2]].detail
+    assert f"{ids[3]}.py (-> sub) is a directory" in got[ids[3]].detail
+    assert "a symlink to nothing" in got[ids[4]].detail
+    assert f"{ids[5]}.py is a socket" in got[ids[5]].detail
+    assert (got[ids[6]].script, got[ids[6]].clean_status, got[ids[6]].detail) == ("ok = 1\n", "success", None)
+    if os.geteuid() != 0:  # (root reads a mode-0 file)
+        assert got[ids[7]].clean_status == UNREADABLE_PREDICTION and "odd.py: cannot be opened" in got[ids[7]].detail
+
+
+def test_a_predictions_path_that_is_a_fifo_is_refused_unread(tmp_path):
+    import os
+
+    fifo = tmp_path / "replies.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is a FIFO"):
+        load_inputs("responses", TASKS, REFERENCE, fifo)

@@ -101,3 +101,21 @@ def test_console_check_detects_errors(report_html, tmp_path, script, needle):
     res = _run(page, "--dump-dom", profile=tmp_path / "p3")
     lines = console_lines(res.stderr)
     assert any(needle in line for line in lines), res.stderr[-2000:]
+
+
+def test_statistics_are_tables_in_the_browser(report_html, tmp_path):
+    """Chromium's DOM of the Statistics section: tables (the Exec → Spatial gap with its numbers), no <pre>."""
+    res = _run(report_html, "--dump-dom", profile=tmp_path / "p4")
+    assert res.returncode == 0, res.stderr[-2000:]
+    dom = res.stdout
+    section = dom[dom.index("<h2>Statistics</h2>"):dom.index("<h2>Plots</h2>")]
+    assert "<pre>" not in section and "|---|" not in section
+    tables = re.findall(r"<table>(.*?)</table>", section, re.S)
+    assert len(tables) >= 3  # gap, TD deciles, TextExpand quintiles
+    gap = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", tr, re.S)]
+           for tr in re.findall(r"<tr>(.*?)</tr>", tables[0], re.S)]
+    # m1: Exec 7/10, Spatial 6/10 (conftest); m2: 4/4, 2/4; the CI bounds depend on the seeded bootstrap
+    assert gap[0] == ["model", "tasks", "Exec %", "Spatial %", "gap [95 % CI]"]
+    assert [r[:4] for r in gap[1:3]] == [["m1", "10", "70.0", "60.0"], ["m2", "4", "100.0", "50.0"]]
+    assert gap[1][4].startswith("10.0 [") and gap[3][0] == "average of 2 model(s)"
+    assert "<h3>Exec → Spatial gap (percentage points, all tasks)</h3>" in section

@@ -98,7 +98,7 @@ def marked(before):
 before = set(alive_pids())
 env = dict(os.environ, PRISM_LEAK_MARKER=args["marker"])
 log = open(args["log"], "wb")
-owners = os.path.join(tempfile.gettempdir(), "prism_fast_render", ".render_*.owner")
+owners = os.path.join(tempfile.gettempdir(), f"prism_fast-{os.geteuid()}", "run_*", ".render_*.owner")  # run roots
 proc = subprocess.Popen(args["cmd"], env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -171,12 +171,14 @@ def test_normal_exit_leaves_no_process(tmp_path):
 
 
 def test_exception_after_ray_started_leaves_no_process(tmp_path):
-    # Every key is type-checked at compose time, but metrics.padvc.embedding_backend's value is checked only when PVD
-    # is built: in the driver, after Ray is up, once a sample passes PADVC's gate (a render and an audit that pass):
-    # a ValueError in the middle of the command
+    # Every value that can be judged from the config is checked before any work (pipeline/preflight.py), but an
+    # embedding model folder is only loaded by PADVC's stage: in the driver, after Ray is up and the sample rendered
+    # and passed its audit, the stage stops the command in the middle (an empty folder is no model)
+    empty = tmp_path / "no_model"
+    empty.mkdir()
     report = _run(tmp_path, TINY_SCRIPT, "audit.enabled=true", "metrics.padvc.enabled=true",
-                  "metrics.padvc.embedding_backend=no-such-backend")
-    assert report["rc"] not in (0, "timeout") and "ValueError" in report["log"], report["log"]
+                  f"metrics.padvc.models.en={empty}")
+    assert report["rc"] not in (0, "timeout") and "PADVC needs the PVD embedding model" in report["log"], report["log"]
     assert report["left"] == {}, report["left"]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from prism_fast.dataset.loader import Task, load_dataset
-from prism_fast.execute.inputs import PATH_OUTSIDE_PREDICTIONS, load_inputs
+from prism_fast.execute.inputs import NOT_A_REGULAR_FILE, PATH_OUTSIDE_PREDICTIONS, load_inputs
 from prism_fast.profile import REFERENCE
 
 IDS = [f"PRISM-EN-00000{i}" for i in range(1, 8)]
@@ -132,8 +132,9 @@ def test_a_predictions_directory_reached_through_a_symlink_still_works(layout, t
     assert got[IDS[0]] == ("a = 1\n", "success") and got[IDS[1]] == ("b = 2\n", "success")
 
 
-def test_a_fifo_named_like_a_script_is_missing_and_does_not_block(layout):
-    """A named pipe (or device) inside the directory would block or never end a read: it is not a script."""
+def test_a_fifo_named_like_a_script_is_an_error_row_and_does_not_block(layout):
+    """A named pipe (or device) inside the directory would block or never end a read: it is not a script, and
+    its task says so (``not_a_regular_file``, the detail naming the entry) instead of looking unrequested."""
     preds, _ = layout
     fifo = preds / f"{IDS[0]}.py"
     os.mkfifo(fifo)
@@ -146,7 +147,8 @@ def test_a_fifo_named_like_a_script_is_missing_and_does_not_block(layout):
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         pytest.fail("reading a FIFO predictions entry blocked")
     (got,) = [i for i in result["got"] if i.id == IDS[0]]
-    assert (got.script, got.clean_status) == (None, "missing")
+    assert (got.script, got.clean_status) == (None, NOT_A_REGULAR_FILE)
+    assert f"{IDS[0]}.py is a FIFO" in got.detail
 
 
 def test_crlf_scripts_are_read_as_before(layout):

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import glob
 import os
-import tempfile
 import textwrap
 import threading
-from pathlib import Path
 
 import pytest
 
-from prism_fast.execute import texcache, texformat
+from prism_fast.execute import sandbox, texcache, texformat
 
 FIFO_AUDIT = textwrap.dedent('''
     import os
@@ -49,7 +47,7 @@ def test_a_fifo_left_as_the_tex_log_does_not_hang_the_audit_parent(tmp_path):
     worker.start()
     worker.join(60)
     if worker.is_alive():  # unblock the parent before failing
-        pattern = str(Path(tempfile.gettempdir()) / "prism_fast_render" / "audit_fifo_*" / texcache.LOG_NAME)
+        pattern = str(sandbox.run_root() / "audit_fifo_*" / texcache.LOG_NAME)  # (this process's scratch root)
         for fifo in glob.glob(pattern):
             try:
                 os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
