@@ -159,7 +159,8 @@ def audit_file(script_path: Path, work_dir: Path, cfg: AuditConfig, profile: Pro
     audit_dir.mkdir(parents=True, exist_ok=True)
     report_path = audit_dir / "audit_report.json"
     meta_path = audit_dir / "audit_meta.json"
-    meta_path.unlink(missing_ok=True)  # our own side file is never stale
+    meta_path.unlink(missing_ok=True)  # our own side files are never stale
+    (audit_dir / OBSERVATIONS).unlink(missing_ok=True)
     if profile.fixes("Q-SPATIAL-19"):  # improved: no stale report from an earlier run
         report_path.unlink(missing_ok=True)
     raw_pictures = audit_dir / "pictures_raw"

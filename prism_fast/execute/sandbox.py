@@ -1000,8 +1000,8 @@ def _sweep_scratch(parent: str) -> None:
         owner_file.unlink(missing_ok=True)
 
 
-# Scratch roots: one private directory per process and user (issue: a fixed <temp>/prism_fast_render became root's
-# after a root run, so every later non-root run failed, and any local user could create it first).
+# Scratch roots: one private directory per process and user (a fixed name in the shared temp dir would become
+# root's after a root run, so that every later non-root run failed, and any local user could create it first).
 #
 #   <temp>/prism_fast-<euid>/            this user's directory (0700, owner and mode checked at every first use;
 #                                        refused -- with a warning -- when another user owns it or it is a link)
