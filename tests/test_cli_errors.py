@@ -1,4 +1,4 @@
-"""Errors that name the fix before any work (issue #46): an unknown command word, a value no code path accepts
+"""Errors that name the fix before any work: an unknown command word, a value no code path accepts
 (``report.formats``, negative timeouts, ...), a host without a usable sandbox. Each stops the CLI with the fix in
 its message, without a traceback and without writing anything (no run directory, no Hydra output, no log)."""
 

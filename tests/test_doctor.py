@@ -223,7 +223,7 @@ def test_cli_fails_only_for_what_the_config_uses(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
 
-# --- the composed config decides what is missing (issue #46) ---------------------------------------------------------
+# --- the composed config decides what is missing ---------------------------------------------------------
 
 def _compose(*overrides):
     from hydra import compose, initialize_config_module

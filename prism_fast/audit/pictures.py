@@ -40,18 +40,6 @@ KIND_COLORS = {"out_of_bounds": (255, 0, 0), "overlaps": (255, 160, 0), "leaks":
 # ---------------------------------------------------------------------------------------------------------
 # child side
 # ---------------------------------------------------------------------------------------------------------
-def finding_ids(out_of_bounds: list, overlaps: list, leaks: list) -> list[str]:
-    """Ids named by a snapshot's findings (internal issue dicts), first occurrence order."""
-    ids: list[str] = []
-    for x in out_of_bounds:
-        ids.append(x["id"])
-    for x in overlaps:
-        ids.extend(x["ids"])
-    for x in leaks:
-        ids.extend([x["id"], x.get("cont_id", "unknown")])
-    return list(dict.fromkeys(ids))
-
-
 def capture_checkpoint(scene, atoms, half_size: tuple[float, float], center=None, err=None) -> dict:
     """The picture record of one snapshot: PNG bytes of the frame (or the error) and every atom's bbox (the
     findings are decided outside this process). ``err``: the hooks' stderr stream (the one-pass render redirects
@@ -121,44 +109,43 @@ def write_snapshot_frames(scene_name: str, snapshots, err=None) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # parent side
 # ---------------------------------------------------------------------------------------------------------
-_LABEL = re.compile(r"Step_[0-9]{1,9}")
-
-
 def name_segment_files(per_scene, pictures_dir: Path | None, frames_dir: Path | None) -> None:
     """Parent side, after the verdict: the child's per-snapshot files named as segments. ``per_scene``:
-    ``verdict.segments_of``'s list. Pictures: ``<Scene>.<label>.*`` -> ``<Scene>.Segment_<i>.*``; frames:
-    ``audit_frame.<Scene>.<label>.png`` -> the toolkit's ``audit_{error,sample}_<i>.png`` (a later scene's
-    overwrite an earlier one's, as the toolkit's do); every other per-snapshot file is removed."""
-    for name, snaps, kept_idx in per_scene:
-        labels = [None] * len(snaps)
+    ``verdict.segments_of``'s list (scene names and labels validated by ``observations.decode``). Pictures:
+    ``<Scene>.<label>.*`` -> ``<Scene>.Segment_<i>.*``; frames: ``audit_frame.<Scene>.<label>.png`` -> the toolkit's
+    ``audit_{error,sample}_<i>.png`` (a later scene's overwrite an earlier one's, as the toolkit's do); every other
+    per-snapshot file is removed."""
+    for name, snaps, _ in per_scene:
         for i, snap in enumerate(snaps):
-            labels[i] = snap.label
-        for i, label in enumerate(labels):
-            if not _LABEL.fullmatch(label or ""):
-                continue
             if pictures_dir is not None:
-                for ext in (".png", ".json"):
-                    src = Path(pictures_dir) / f"{name}.{label}{ext}"
-                    if src.is_file() and not src.is_symlink():
-                        if ext == ".json":
-                            try:
-                                meta = json.loads(src.read_text(encoding="utf-8"))
-                                meta["segment"] = f"Segment_{i}"
-                                src.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
-                            except (OSError, ValueError, RecursionError, TypeError):
-                                src.unlink(missing_ok=True)
-                                continue
-                        os.replace(src, Path(pictures_dir) / f"{name}.Segment_{i}{ext}")
+                _name_picture(Path(pictures_dir), name, snap.label, i)
             if frames_dir is not None:
-                src = Path(frames_dir) / f"audit_frame.{name}.{label}.png"
-                if src.is_file() and not src.is_symlink():
-                    kind = "error" if snaps[i].has_issue() else "sample"
-                    os.replace(src, Path(frames_dir) / f"audit_{kind}_{i}.png")
+                kind = "error" if snap.has_issue() else "sample"
+                _rename_regular(Path(frames_dir) / f"audit_frame.{name}.{snap.label}.png",
+                                Path(frames_dir) / f"audit_{kind}_{i}.png")
     for folder, pattern in ((pictures_dir, "*.Step_*"), (frames_dir, "audit_frame.*")):
-        if folder is not None and Path(folder).is_dir():
-            for left in Path(folder).glob(pattern):
-                if left.is_file() or left.is_symlink():
-                    left.unlink(missing_ok=True)
+        for left in Path(folder).glob(pattern) if folder is not None else ():
+            if left.is_file() or left.is_symlink():
+                left.unlink(missing_ok=True)
+
+
+def _name_picture(folder: Path, scene: str, label: str, i: int) -> None:
+    """``<Scene>.<label>.{png,json}`` -> ``<Scene>.Segment_<i>.*``, the JSON (the child's) marked with its segment."""
+    meta_path = folder / f"{scene}.{label}.json"
+    if meta_path.is_file() and not meta_path.is_symlink():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta["segment"] = f"Segment_{i}"
+            meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+        except (OSError, ValueError, RecursionError, TypeError):
+            meta_path.unlink(missing_ok=True)  # (not a record the child writes: drawn without it)
+    for ext in (".png", ".json"):
+        _rename_regular(folder / f"{scene}.{label}{ext}", folder / f"{scene}.Segment_{i}{ext}")
+
+
+def _rename_regular(src: Path, dest: Path) -> None:
+    if src.is_file() and not src.is_symlink():
+        os.replace(src, dest)
 
 
 def scene_to_pixels(bbox, frame: dict, pixels) -> list[float]:

@@ -11,7 +11,6 @@ their atoms.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 LOCK_MESSAGE = "\n[动作拦截] 检测到 FadeOut/Remove，锁定 Segment_{k}\n"   # the toolkit's stderr line
 SALVAGE_MESSAGE = "\n[兜底分段] segment_snapshots 为空，回退生成 Segment_0\n"
@@ -23,9 +22,6 @@ class Snapshot:
     out_of_bounds: list
     overlaps: list
     leaks: list
-    frame: Any = None          # RGBA array only when images are requested
-    stats: Any = None
-    picture: Any = None        # pictures.capture_checkpoint record, only with AuditConfig.pictures
 
     def has_issue(self) -> bool:
         return bool(self.out_of_bounds or self.overlaps or self.leaks)
@@ -46,14 +42,14 @@ class SegmentLog:
     def kept(self) -> list:
         """The snapshots a pick may name: every segment, the last snapshot, and all of them before the first
         segment exists (the salvage pick scans them)."""
-        return [s for s in self.audit_log if getattr(s, "atoms", True) is not None]
+        return [s for s in self.audit_log if s.atoms is not None]
 
     def _prune(self) -> None:
         if self.every_checkpoint or not self.segments or len(self.audit_log) < 2:
             return
         chosen = {id(s) for s in self.segments}
         for snap in self.audit_log[:-1]:
-            if id(snap) not in chosen and hasattr(snap, "drop_payload") and snap.atoms is not None:
+            if id(snap) not in chosen and snap.atoms is not None:
                 snap.drop_payload()
 
     def next_label(self) -> str:

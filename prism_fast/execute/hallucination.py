@@ -122,7 +122,7 @@ class _Checker(BindingCollector):
         if kinds is None:  # (pass 1: bindings are still being collected)
             return super().static_kind(node)
         key = id(node)
-        if key not in kinds:  # memoised: `a.b.c.d` asked at each of its attributes was quadratic in its length
+        if key not in kinds:  # memoised: `a.b.c.d` is asked at each of its attributes (else quadratic in its length)
             kinds[key] = super().static_kind(node)
         return kinds[key]
 

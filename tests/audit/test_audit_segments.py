@@ -1,21 +1,22 @@
 """Segment selection (spec §4, §5.3, §6), on the pure SegmentLog."""
 
-from prism_fast.audit.segments import SegmentLog, Snapshot, segment_report
+from prism_fast.audit.observations import RawSnapshot
+from prism_fast.audit.segments import SegmentLog, segment_report
 
 
-def snap(label, issue=False):
-    return Snapshot(label, [{"id": "x", "dist": 1.0}] if issue else [], [], [])
+def snap(label):
+    return RawSnapshot(label, [], (64 / 9, 4.0))  # (the log picks by position, never by verdict)
 
 
-def play(log, issue=False):
+def play(log):
     log.on_play_start()
-    log.on_snapshot(snap(log.next_label(), issue))
+    log.on_snapshot(snap(log.next_label()))
 
 
 def test_fadeout_locks_previous_snapshot_then_tail():
     log = SegmentLog()
     play(log)              # Step_0
-    play(log, issue=True)  # Step_1
+    play(log)  # Step_1
     log.on_play_start()
     assert log.on_remove(1) is not None            # FadeOut clean-up locks Step_1
     log.on_snapshot(snap(log.next_label()))        # Step_2 (after the FadeOut)
@@ -37,7 +38,7 @@ def test_salvage_is_marked_for_the_verdict_to_pick():
     """The pick (the last snapshot with an issue) needs verdicts: the log only marks it; verdict.segments_of makes
     it (tests/audit/test_audit_observations.py)."""
     log = SegmentLog()
-    play(log, issue=True)
+    play(log)
     play(log)
     assert log.finalize() is not None and log.salvage
     assert log.segments == [] and [s.label for s in log.kept()] == ["Step_0", "Step_1"]

@@ -61,8 +61,8 @@ def test_non_utf8_predictions_jsonl_names_the_file_and_line(tmp_path):
 def test_entries_that_are_not_regular_files_are_per_task_errors_never_opened(tmp_path, monkeypatch):
     """A directory, a FIFO, a socket, a symlink to a directory or to nothing, named like a script: each is its task's
     error (``not_a_regular_file``, the detail naming the entry and what it is), never opened (a FIFO would block
-    the read), and the other tasks are read as usual. Before, a directory named ``<id>.py`` aborted the loader
-    (IsADirectoryError) and a FIFO looked like an unrequested task (``missing``)."""
+    the read), and the other tasks are read as usual: no IsADirectoryError out of the loader, and a FIFO is not taken
+    for an unrequested task (``missing``)."""
     import os
     import socket
     import threading

@@ -126,7 +126,7 @@ def test_trusted_existing_video_is_checked(tmp_path, worker_cfg):
 
 def test_cached_invalid_video_is_no_success(tmp_path, worker_cfg):
     """An entry stored before the check existed (no ``video_check`` in its row) is checked at its hit: an invalid
-    video is a miss, rendered again; entries stored now carry the check and are served as they are."""
+    video is a miss, rendered again; entries carrying the check are served as they are."""
     _, cfg, worker = worker_cfg
     cached = replace(cfg, cache_dir=str(tmp_path / "cache"))
     first = render_one("cached", SCENE, tmp_path / "a", cached, runner=worker.run)

@@ -1,9 +1,9 @@
 """A render that timed out is not followed by an audit of the same script where no audit of it can pass.
 
 Under a profile that fixes Q-FUNNEL-1 (``improved``: a Spatial pass needs Exec success, as Table 1 counts it) the
-audit of a timed-out render can only ever be a Spatial failure, yet it executed the script again (in the render
-actor right after the render, or in the audit stage) -- for a script that loops, until the audit's own timeout.
-Now its audit row is made without executing anything: status ``skipped``, ``error_kind=render_timed_out``.
+audit of a timed-out render can only ever be a Spatial failure, so it is not executed again (neither in the render
+actor right after the render nor in the audit stage: for a script that loops, that would last until the audit's own
+timeout). Its audit row is made without executing anything: status ``skipped``, ``error_kind=render_timed_out``.
 
 Under the reference funnel (Q-FUNNEL-1 as the toolkit) a failed render's audit still counts: a script that plays
 past the render timeout is audited in about a second without rasterising and can pass (checked: 400 one-second

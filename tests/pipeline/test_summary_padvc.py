@@ -1,5 +1,5 @@
 """The end-of-run summary (summary.md and what `prism-fast eval` prints) shows PADVC as TD is shown, when PADVC
-ran: PADVC_c over the rendered tasks it scored, uPADVC over all tasks (issue #46). Rows are written with the real
+ran: PADVC_c over the rendered tasks it scored, uPADVC over all tasks. Rows are written with the real
 ResultsStore; every expected number is derived by hand in the comments."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The HTML report's Statistics section is HTML (headings, tables, lists) made from stats.md, not a <pre> of
-Markdown source (issue #46); the browser check is in test_report_html.py."""
+Markdown source; the browser check is in test_report_html.py."""
 
 from __future__ import annotations
 
