@@ -102,8 +102,8 @@ ANALYSES = {
     "scene_select.improved": lambda s: scene_select.select_scene(s, IMPROVED),
     "scene_select.reference": lambda s: scene_select.select_scene(s, REFERENCE),
 }
-# known and left to the module's owner (reported): tamper's scene-class closure is one pass per class of a chain
-# declared subclass first
+
+
 def calls(f, *args) -> int:
     """Python and C function calls made by ``f(*args)``: the analysis's work, the same on any machine."""
     count = 0

@@ -91,17 +91,11 @@ def test_seedless_seed_calls_are_marked_and_seed_nothing():
     assert kinds(HEAD + "args = ()\nnp.random.seed(*args)\n") == []
 
 
-def test_static_marks_stay_linear_on_large_inputs():
-    import time
-
+def test_static_marks_on_large_inputs():
+    """Every draw of a long script is marked; inputs too deep to parse give none. (That the work grows linearly is
+    counted, not timed, in tests/execute/test_analysis_budget.py.)"""
     line = "x = np.random.rand() + random.random()\n"
-    small, big = HEAD + line * 1000, HEAD + line * 10000
-    t0 = time.perf_counter()
-    assert len(static_marks(small)) == 2000
-    t1 = time.perf_counter()
-    assert len(static_marks(big)) == 20000
-    t2 = time.perf_counter()
-    assert (t2 - t1) < 30 * max(t1 - t0, 0.01)  # 10x the text: far from 100x the time
+    assert len(static_marks(HEAD + line * 10000)) == 20000
     assert static_marks("x = " + "(" * 100000 + ")" * 100000) == []  # too deep to parse: no marks, no crash
     assert static_marks("x = a" + ".b" * 100000 + "()") == []  # a long chain: no crash
 
