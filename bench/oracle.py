@@ -255,3 +255,31 @@ def padvc_video_oracle(frames_bgr: list[np.ndarray], ocr_polys, pvd: int, *, p: 
     raw = numerator / (math.log(pvd + math.e) * (1 + burden)) if events else 0.0
     return {"diffs": diffs, "series": series, "events": events, "geo": geo, "mids": mids, "mid_energy": mid_energy,
             "segments": segments, "e_text_max": e_max, "peak": peak, "geo_sum_p": g, "padvc_raw": raw}
+
+
+# --- video witness (kernels/witness.py) ----------------------------------------------------------------
+
+def witness_frame(frame: np.ndarray, previous: np.ndarray, background: tuple, threshold: int,
+                  explained: list, expected: list) -> tuple[int, int, list[int]]:
+    """One checkpoint frame, pixel by pixel: ``(drawn, unexplained, [drawn-or-moving pixels in each expected box])``.
+    Boxes are half-open ``(x0, y0, x1, y1)`` pixel rectangles; a pixel is drawn when a channel differs from the
+    background by more than ``threshold``, moving when one differs from ``previous`` by more than it."""
+    h, w = frame.shape[:2]
+    drawn_n = unexplained = 0
+    live = np.zeros((h, w), dtype=bool)
+    for y in range(h):
+        for x in range(w):
+            px = [int(c) for c in frame[y, x]]
+            is_drawn = any(abs(px[c] - int(background[c])) > threshold for c in range(3))
+            moving = any(abs(px[c] - int(previous[y, x, c])) > threshold for c in range(3))
+            live[y, x] = is_drawn or moving
+            if not is_drawn:
+                continue
+            drawn_n += 1
+            if moving:
+                continue
+            if not any(b[0] <= x < b[2] and b[1] <= y < b[3] for b in explained):
+                unexplained += 1
+    held = [int(sum(live[y, x] for y in range(max(b[1], 0), min(b[3], h)) for x in range(max(b[0], 0), min(b[2], w))))
+            for b in expected]
+    return drawn_n, unexplained, held

@@ -183,6 +183,10 @@ STAGE_FIELDS["audit"] = [
     ("sandbox", _S),  # the execution's sandbox level (execute/sandbox.py); null for a shared one-pass report
     ("sandbox_protections", _S),
     ("audit_tampered", _S),  # JSON list of tamper evidence (audit/tamper.py); non-empty = the row failed
+    # the video witness (video/witness.py): ok | mismatch (Spatial fails, error_kind audit_video_mismatch) |
+    # not_checked:<reason>; the detail is JSON (per checked segment: frame, drawn, unexplained, missing atoms)
+    ("video_consistency", _S),
+    ("video_consistency_detail", _S),
     ("tex_format", _S),  # a separate audit's compiles from the LaTeX format: on | off | failed | unavailable | not_ready
     # | declined (the TeX cache's gate)
     ("tex_format_compiles", _I),  # how many (the audit child's own log; informational)

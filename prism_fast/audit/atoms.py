@@ -12,7 +12,7 @@ import numpy as np
 
 from manim import (
     Arc, Arrow, Circle, CubicBezier, DashedLine, DecimalNumber, DoubleArrow, Ellipse, FunctionGraph,
-    ImageMobject, Integer, Line, MathTex, Paragraph, ParametricFunction, Rectangle, RoundedRectangle, Square,
+    ImageMobject, Integer, Line, MathTex, Paragraph, ParametricFunction, PMobject, Rectangle, RoundedRectangle, Square,
     Tex, Text, ValueTracker, Vector, VMobject,
 )
 
@@ -123,6 +123,7 @@ def extract_atoms(
     group_own_points: bool = False,
     sampled_curves: bool = False,
     once_per_object: bool = False,
+    owners: dict | None = None,
 ) -> list[Atom]:
     """Depth-first walk of ``scene.mobjects`` giving atoms with ids (``base`` or ``base#k``).
 
@@ -137,7 +138,8 @@ def extract_atoms(
     object, so identity tests in the cascade (a sibling "other than itself") exclude all of them, as the
     toolkit's ``is not`` does, and the pair loop meets the self-pairs (i, j) with ``atoms[i] is atoms[j]``.
     With ``once_per_object`` a mobject reached again is skipped with its subtree: one atom, the first
-    visit's id, and no counter slot taken by the later visits.
+    visit's id, and no counter slot taken by the later visits. ``owners`` (filled when given): ``id(m)`` of each
+    mobject that made an atom -> that atom (the video witness's drawn table names each member's atom).
     """
     atoms: list[Atom] = []
     seen: dict = {}
@@ -186,6 +188,8 @@ def extract_atoms(
                         group_atom.user_id = user_id
                         made.append(group_atom)
                         atoms.append(group_atom)
+                        if owners is not None:
+                            owners[id(m)] = group_atom
                 built[id(m)] = tuple(made)
                 walk(m.submobjects, full_id, user_here)  # Q-SPATIAL-15 reference: the group's own points are dropped
                 continue
@@ -204,6 +208,90 @@ def extract_atoms(
                 atom.user_id = user_id
                 built[id(m)] = (atom,)
                 atoms.append(atom)
+                if owners is not None:
+                    owners[id(m)] = atom
 
     walk(mobjects, "", [])
     return atoms
+
+
+# -- what the video witness needs besides the atoms (audit/witness.py): raw facts, no judgement ----------------------
+DRAWN_COLUMNS = ("x0", "y0", "x1", "y1", "kind", "stroke_width", "sr", "sg", "sb", "sa", "fr", "fg", "fb", "fa")
+KIND_VMOBJECT, KIND_IMAGE, KIND_OTHER = 0.0, 1.0, 2.0
+
+
+def _first_rgba(arr) -> tuple:
+    try:
+        a = np.asarray(arr, dtype=np.float64).reshape(-1, 4)
+        return tuple(float(v) for v in a[0]) if len(a) else (0.0, 0.0, 0.0, 0.0)
+    except Exception:  # noqa: BLE001 - a member without colours draws nothing the witness can expect
+        return (0.0, 0.0, 0.0, 0.0)
+
+
+def drawn_members(mobjects: Iterable, owners: dict) -> list:
+    """Every member of the scene's families that has points (each once): ``(row of DRAWN_COLUMNS, owner atom or
+    None)``, the owner being the atom its nearest atom-making ancestor (or itself) made. Dots, tips, axes lines
+    -- members the audit skips -- are here too: the witness must explain every drawn pixel."""
+    rows: list = []
+    seen: set = set()
+    stack = [(m, None) for m in reversed(list(mobjects))]
+    while stack:
+        m, owner = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        owner = owners.get(id(m), owner)
+        try:
+            pts = np.asarray(m.points, dtype=np.float64).reshape(-1, 3)
+        except Exception:  # noqa: BLE001
+            pts = np.zeros((0, 3))
+        if len(pts) and bool(np.all(np.isfinite(pts[:, :2]))):
+            lo, hi = pts[:, :2].min(axis=0), pts[:, :2].max(axis=0)
+            if isinstance(m, VMobject):
+                kind, sw = KIND_VMOBJECT, _style(m.get_stroke_width)
+                stroke, fill = _first_rgba(getattr(m, "stroke_rgbas", ())), _first_rgba(getattr(m, "fill_rgbas", ()))
+            else:  # the camera draws images and point clouds; a plain Mobject (a ValueTracker) draws nothing
+                kind = KIND_IMAGE if isinstance(m, ImageMobject) else KIND_OTHER
+                drawn = isinstance(m, (ImageMobject, PMobject))
+                sw, stroke, fill = 0.0, (0.0, 0.0, 0.0, 0.0), (1.0, 1.0, 1.0, 1.0 if drawn else 0.0)
+            rows.append(((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]), kind, sw, *stroke, *fill), owner))
+        stack.extend((c, owner) for c in reversed(list(getattr(m, "submobjects", ()) or ())))
+    return rows
+
+
+def camera_of(scene) -> tuple:
+    """``(centre x, centre y, width, height)`` of the frame the camera draws, in scene units."""
+    cam = scene.camera
+    frame = getattr(cam, "frame", None)
+    if frame is not None:  # a moving camera draws its frame mobject's rectangle
+        c = np.asarray(frame.get_center(), dtype=np.float64)
+        return float(c[0]), float(c[1]), float(frame.width), float(frame.height)
+    c = np.asarray(getattr(cam, "frame_center", (0.0, 0.0, 0.0)), dtype=np.float64).reshape(-1)
+    return float(c[0]), float(c[1]), float(cam.frame_width), float(cam.frame_height)
+
+
+def background_of(scene) -> tuple:
+    """The camera's background ``(r, g, b)`` in 0..1."""
+    try:
+        rgb = scene.camera.background_color.to_rgb()
+        return tuple(float(v) for v in rgb[:3])
+    except Exception:  # noqa: BLE001 - an unusual camera: the witness then finds drawn pixels everywhere
+        return (0.0, 0.0, 0.0)
+
+
+def play_timing(scene) -> tuple:
+    """``(duration, frozen wait, skipped by its section)`` of the play that just finished: what decides how many
+    frames it wrote at any frame rate (manim: a frozen wait writes int(d*fps), a play len(arange(0, d, 1/fps)))."""
+    try:
+        duration = float(scene.duration or 0.0)
+    except Exception:  # noqa: BLE001
+        duration = 0.0
+    try:
+        frozen = bool(scene.is_current_animation_frozen_frame())
+    except Exception:  # noqa: BLE001
+        frozen = False
+    try:
+        skipped = bool(scene.renderer.file_writer.sections[-1].skip_animations)
+    except Exception:  # noqa: BLE001
+        skipped = False
+    return duration, frozen, skipped

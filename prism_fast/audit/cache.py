@@ -26,11 +26,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from prism_fast import fsutil
+from prism_fast.audit.witness import PLAN_FILE
 from prism_fast.integrity import ContentCache
 
 log = logging.getLogger(__name__)
 
-CACHE_SCHEMA = "prism_fast.audit.v2"  # v2: Q-SPATIAL-20 reachable-twice walk, tamper evidence
+CACHE_SCHEMA = "prism_fast.audit.v3"  # v3: the video witness's plan stored with the report
 NOT_IN_KEY = frozenset({"save_images", "pictures", "pictures_root", "geometry_device", "prefork", "one_pass"})
 CACHEABLE_ERROR_KINDS = frozenset({None, "no_segments", "scene_exception", "nonzero_exit"})
 TAG_KIND = "audit_cache"
@@ -81,6 +82,13 @@ class AuditCache(ContentCache):
             dest = work_dir / "audits" / sample_id / "audit_report.json"
             dest.parent.mkdir(parents=True, exist_ok=True)
             fsutil.atomic_write_text(dest, report)
+        plan = entry.get("witness_plan")
+        dest = work_dir / "audits" / sample_id / PLAN_FILE
+        if isinstance(plan, str):  # the video witness's plan of this audit (audit/witness.py)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fsutil.atomic_write_text(dest, plan)
+        else:
+            dest.unlink(missing_ok=True)
         row["file_path"] = str(script)
         row["audit_cache_hit"] = True
         return row
@@ -90,8 +98,10 @@ class AuditCache(ContentCache):
             return False
         try:
             report = report_path.read_text(encoding="utf-8") if report_path.exists() else None
-            self.store(key, {"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False}, "report": report},
-                       default=str)
+            plan_path = report_path.parent / PLAN_FILE
+            plan = plan_path.read_text(encoding="utf-8") if plan_path.exists() else None
+            self.store(key, {"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False}, "report": report,
+                             "witness_plan": plan}, default=str)
         except OSError as exc:
             log.warning("audit cache: could not store %s (%s)", key[:16], exc)
             return False

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from prism_fast.audit.atoms import extract_atoms
+from prism_fast.audit.atoms import background_of, camera_of, drawn_members, extract_atoms, play_timing
 from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.observations import STAND_IN, RawSnapshot
 from prism_fast.audit.segments import SegmentLog
@@ -80,6 +80,7 @@ class _SceneState:
         self.segment_log = SegmentLog(every_checkpoint=every_checkpoint)
         self.save_images = save_images
         self.record = None
+        self.plays: list = []  # per finished play: (duration, frozen wait, skipped by its section) -- the timeline
 
 
 def make_audit_scene(base_scene, cfg: AuditConfig, profile, save_images: bool | None = None):
@@ -144,6 +145,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile, save_images: bool | 
             st = state_of(self)
             st.segment_log.on_play_start()
             super().play(*args, **kwargs)
+            st.plays.append(play_timing(self))
             if self.mobjects:
                 st.segment_log.on_snapshot(self._audit_snapshot(st.segment_log.next_label()))
 
@@ -155,9 +157,10 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile, save_images: bool | 
 
         def _audit_snapshot(self, label):
             st = state_of(self)
+            owners: dict = {}
             atoms = extract_atoms(self.mobjects, skip_value_trackers=skip_trackers, skip_invisible=skip_invisible,
                                   image_ring_order=image_rings, group_own_points=group_points,
-                                  sampled_curves=sampled_curves, once_per_object=once_per_object)
+                                  sampled_curves=sampled_curves, once_per_object=once_per_object, owners=owners)
             if not atoms:
                 return None
             lx, ly = st.half
@@ -176,8 +179,10 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile, save_images: bool | 
                 from prism_fast.audit.pictures import capture_checkpoint
 
                 picture = capture_checkpoint(self, atoms, (lx, ly), center, err=_err())
+            # what the video witness compares with the frames (audit/witness.py): raw, like the atoms
             return RawSnapshot(label, atoms, (lx, ly), center, frame=frame if st.save_images else None,
-                               picture=picture)
+                               picture=picture, play=len(st.plays) - 1, camera=camera_of(self),
+                               background=background_of(self), drawn=drawn_members(self.mobjects, owners))
 
         def process_final_results(self):
             st = state_of(self)
@@ -188,7 +193,7 @@ def make_audit_scene(base_scene, cfg: AuditConfig, profile, save_images: bool | 
             kept = log.kept()
             where = {id(s): k for k, s in enumerate(kept)}
             name = type(self).__name__
-            st.record = (name, kept, [where[id(s)] for s in log.segments], log.salvage, log.taken)
+            st.record = (name, kept, [where[id(s)] for s in log.segments], log.salvage, log.taken, list(st.plays))
             if st.save_images:
                 from prism_fast.audit.pictures import write_snapshot_frames
 

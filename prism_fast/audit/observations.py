@@ -18,7 +18,7 @@ import numpy as np
 from prism_fast.audit.cascade import Atom
 from prism_fast.audit.polygon import Rings
 
-VERSION = 1
+VERSION = 2  # 2: the video witness's data (plays, and per snapshot its play, camera, background, drawn table)
 # what the child prints on stderr where the toolkit prints a scene's report JSON (its last line is the same "}")
 STAND_IN = "<report: computed outside the script's process>"
 
@@ -27,7 +27,9 @@ _FLAGS = ("is_vmobject", "is_item", "is_container", "is_text_like", "is_line_cla
 _STYLE = ("fill", "sw", "sop")
 _MAX_DIMS = 2
 _LABEL = re.compile(r"Step_[0-9]{1,9}")  # segments.SegmentLog.next_label
-_MAX_ITEMS = 50_000_000  # elements of one array (a bound on what decode allocates: the bytes are already there)
+_MAX_ITEMS = 50_000_000
+DRAWN_WIDTH = 15  # atoms.DRAWN_COLUMNS and the owner atom's index in the snapshot's table (-1: none)
+_MAX_PLAYS = 10_000_000  # elements of one array (a bound on what decode allocates: the bytes are already there)
 
 
 class ObservationError(ValueError):
@@ -78,10 +80,14 @@ class RawSnapshot:
     center: tuple | None = None
     frame: object = None     # RGBA array, child side only (save_images)
     picture: object = None   # pictures.capture_checkpoint record, child side only
+    play: int = -1           # index of the play this checkpoint followed (the scene's timeline)
+    camera: tuple = (0.0, 0.0, 14.222222222222221, 8.0)   # centre x, y, width, height of the drawn frame
+    background: tuple = (0.0, 0.0, 0.0)                    # the camera's background colour (0..1)
+    drawn: list = field(default_factory=list)              # atoms.drawn_members rows: (columns, owner Atom|None)
 
     def drop_payload(self) -> None:
         """A snapshot the segment log can no longer pick keeps only its label."""
-        self.atoms, self.frame, self.picture = None, None, None
+        self.atoms, self.frame, self.picture, self.drawn = None, None, None, None
 
 
 def encode_snapshot(snap: RawSnapshot, arrays: ArrayTable, classes: dict) -> dict:
@@ -95,18 +101,25 @@ def encode_snapshot(snap: RawSnapshot, arrays: ArrayTable, classes: dict) -> dic
             k = local[id(a)] = len(table)
             table.append(_encode_atom(a, arrays, classes))
         order.append(k)
+    drawn = np.array([(*row, local.get(id(owner), -1) if owner is not None else -1) for row, owner in snap.drawn or ()],
+                     dtype=np.float64).reshape(-1, DRAWN_WIDTH)
     return {"label": snap.label, "table": table, "atoms": order,
             "half": [float(snap.half[0]), float(snap.half[1])],
-            "center": None if snap.center is None else [float(snap.center[0]), float(snap.center[1])]}
+            "center": None if snap.center is None else [float(snap.center[0]), float(snap.center[1])],
+            "witness": {"play": int(snap.play), "camera": [float(v) for v in snap.camera],
+                        "background": [float(v) for v in snap.background], "drawn": arrays.add(drawn)}}
 
 
 def encode_scenes(scenes: list) -> dict:
-    """``scenes``: ``[(name, kept snapshots, segment indices, salvage, taken)]`` -> the observations document."""
+    """``scenes``: ``[(name, kept snapshots, segment indices, salvage, taken[, plays])]`` -> the observations
+    document (``plays``: ``atoms.play_timing`` of every play of the scene)."""
     arrays, classes = ArrayTable(), {}
     out = []
-    for name, snaps, segments, salvage, taken in scenes:
+    for name, snaps, segments, salvage, taken, *rest in scenes:
+        plays = rest[0] if rest else []
         out.append({"name": str(name), "snapshots": [encode_snapshot(s, arrays, classes) for s in snaps],
-                    "segments": list(segments), "salvage": bool(salvage), "taken": int(taken)})
+                    "segments": list(segments), "salvage": bool(salvage), "taken": int(taken),
+                    "plays": [[float(d), bool(f), bool(k)] for d, f, k in plays]})
     return {"version": VERSION, "arrays": arrays.encode(), "scenes": out}
 
 
@@ -119,6 +132,18 @@ class SceneRecord:
     segments: list             # indices into snapshots
     salvage: bool
     taken: int = 0             # snapshots the child took (informational)
+    plays: list = field(default_factory=list)     # [(duration, frozen, skipped)] of every play of the scene
+    witness: list = field(default_factory=list)   # per snapshot: SnapshotWitness
+
+
+@dataclass
+class SnapshotWitness:
+    """Parent side: what the video witness compares with the frames at one checkpoint (audit/witness.py)."""
+
+    play: int
+    camera: tuple              # centre x, centre y, width, height
+    background: tuple          # r, g, b in 0..1
+    drawn: np.ndarray          # (K, DRAWN_WIDTH): atoms.DRAWN_COLUMNS + the owner's index in the snapshot's table
 
 
 @dataclass
@@ -198,6 +223,25 @@ def _point(v, what: str) -> tuple:
     return _num(v[0], what), _num(v[1], what)
 
 
+def _witness(raw, arrays: list, n_table: int, what: str) -> SnapshotWitness:
+    _need(isinstance(raw, dict), f"{what}: witness")
+    play = raw.get("play")
+    _need(type(play) is int, f"{what}: witness play")
+    cam = raw.get("camera")
+    _need(isinstance(cam, list) and len(cam) == 4, f"{what}: camera")
+    cam = tuple(_num(v, f"{what}.camera") for v in cam)
+    _need(all(np.isfinite(cam)) and cam[2] > 0 and cam[3] > 0, f"{what}: camera")
+    bg = raw.get("background")
+    _need(isinstance(bg, list) and len(bg) == 3, f"{what}: background")
+    bg = tuple(_num(v, f"{what}.background") for v in bg)
+    _need(all(0.0 <= v <= 1.0 for v in bg), f"{what}: background")
+    drawn = _array(arrays, raw.get("drawn"), f"{what}.drawn", 2, DRAWN_WIDTH)
+    _need(drawn.dtype == np.float64 and bool(np.all(np.isfinite(drawn))), f"{what}: drawn values")
+    owner = drawn[:, -1]
+    _need(bool(np.all((owner == np.round(owner)) & (owner >= -1) & (owner < n_table))), f"{what}: drawn owners")
+    return SnapshotWitness(play, cam, bg, drawn)
+
+
 def decode(doc) -> Observations:
     """The parent's reader of the child's observations document (strict: :class:`ObservationError`)."""
     _need(isinstance(doc, dict), "not an object")
@@ -216,7 +260,7 @@ def decode(doc) -> Observations:
         seen.add(scene["name"])
         snaps_raw = scene.get("snapshots")
         _need(isinstance(snaps_raw, list), f"{what}: snapshots")
-        snaps = []
+        snaps, witness = [], []
         for i, snap in enumerate(snaps_raw):
             w = f"{what}.snapshots[{i}]"
             _need(isinstance(snap, dict) and isinstance(snap.get("label"), str)
@@ -230,6 +274,7 @@ def decode(doc) -> Observations:
             center = snap.get("center")
             center = None if center is None else np.asarray(_point(center, f"{w}.center"), dtype=np.float64)
             snaps.append((snap["label"], [atoms[k] for k in idx], lx, ly, center))
+            witness.append(_witness(snap.get("witness"), arrays, len(table), w))
         segments = scene.get("segments")
         _need(isinstance(segments, list) and all(type(k) is int and 0 <= k < len(snaps) for k in segments),
               f"{what}: segments")
@@ -237,9 +282,20 @@ def decode(doc) -> Observations:
         _need(type(salvage) is bool and (not salvage or (not segments and snaps)), f"{what}: salvage")
         taken = scene.get("taken", 0)
         _need(type(taken) is int and taken >= 0, f"{what}: taken")
-        out.scenes.append(SceneRecord(scene["name"], snaps, segments, salvage, taken))
+        plays = scene.get("plays")
+        _need(isinstance(plays, list) and len(plays) <= _MAX_PLAYS, f"{what}: plays")
+        timing = []
+        for p in plays:
+            _need(isinstance(p, list) and len(p) == 3 and type(p[1]) is bool and type(p[2]) is bool, f"{what}: play")
+            d = _num(p[0], f"{what}: play duration")
+            _need(np.isfinite(d) and 0.0 <= d <= 1e7, f"{what}: play duration")
+            timing.append((d, p[1], p[2]))
+        played = [sw.play for sw in witness]
+        _need(all(-1 <= p < len(timing) for p in played) and played == sorted(played), f"{what}: snapshot plays")
+        out.scenes.append(SceneRecord(scene["name"], snaps, segments, salvage, taken, timing, witness))
     return out
 
 
-__all__ = ["ArrayTable", "ObservationError", "Observations", "RawSnapshot", "SceneRecord", "STAND_IN", "VERSION",
+__all__ = ["ArrayTable", "DRAWN_WIDTH", "ObservationError", "Observations", "RawSnapshot", "SceneRecord",
+           "SnapshotWitness", "STAND_IN", "VERSION",
            "decode", "encode_scenes", "encode_snapshot"]

@@ -37,6 +37,7 @@ from prism_fast.audit.onepass_store import (cache_shared_audit, load_shared_audi
                                             store_shared_audit)
 from prism_fast.audit.tamper import static_evidence
 from prism_fast.audit.verdict import VerdictTimeout, verdict_bounded
+from prism_fast.audit.witness import apply_to_row, plan_from, read_plan
 from prism_fast.execute import texcache
 from prism_fast.execute.cache import RenderCache
 from prism_fast.execute.observers import Observer
@@ -129,7 +130,7 @@ def render_with_onepass(sample_id, script_text, out_dir, cfg, profile, file_path
     else:
         row.update(onepass="shared", onepass_reasons=[], manim_executions=ran,
                    _onepass_audit={"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0),
-                                   "engine": doc.get("engine")})
+                                   "engine": doc.get("engine"), "witness_plan": doc.get("witness_plan")})
     return row
 
 
@@ -139,13 +140,14 @@ def _judged(doc: dict | None, audit_cfg: dict, profile) -> dict | None:
     the separate audit)."""
     if not isinstance(doc, dict):
         return doc
-    doc = {k: v for k, v in doc.items() if k not in ("report", "engine")}
+    doc = {k: v for k, v in doc.items() if k not in ("report", "engine", "witness_plan")}
     obs = doc.pop("observations", None)
     if obs is None:
         return doc
     cfg = AuditConfig.from_dict(audit_cfg)
     try:
-        doc["report"], doc["engine"], _ = verdict_bounded(obs, cfg, profile, cfg.timeout_sec)
+        doc["report"], doc["engine"], per_scene = verdict_bounded(obs, cfg, profile, cfg.timeout_sec)
+        doc["witness_plan"] = plan_from(obs, per_scene)
     except VerdictTimeout:
         doc["reasons"] = [*(doc.get("reasons") or []), "observations:verdict_timeout"]
     except Exception as exc:  # noqa: BLE001 - whatever the document does to the reader is the script's doing
@@ -222,7 +224,8 @@ def _failed_render(row: dict, doc: dict | None) -> dict | None:
     if reasons or not isinstance(doc.get("report"), dict):
         return {"onepass": "separate", "onepass_reasons": ["render_failed", *(reasons or ["no_report"])],
                 "manim_executions": row.get("manim_executions") or 1}
-    shared = {"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0), "engine": doc.get("engine")}
+    shared = {"report": doc["report"], "audit_sec": doc.get("audit_sec", 0.0), "engine": doc.get("engine"),
+              "witness_plan": doc.get("witness_plan")}
     if failure is not None:
         where = failure.get("where")
         scenes = doc.get("audited_scenes") or []
@@ -250,7 +253,8 @@ def _failure_reasons(doc: dict | None, watch: Observer) -> list[str]:
 
 
 def render_and_hand_off(sample_id: str, script: str, out_dir, cfg, profile, runner, audit_cfg: dict | None,
-                        audit_dir: str | None, separate_audit: Callable[[str, str], dict] | None = None) -> dict:
+                        audit_dir: str | None, separate_audit: Callable[[str, str], dict] | None = None,
+                        witness: Callable[[dict, dict | None], dict] | None = None) -> dict:
     """The render actor's call: render the script and, with one-pass on (``audit_cfg``, an
     ``AuditConfig.to_dict()``; None = off), leave the sample's audit row for the audit stage in ``audit_dir`` --
     the shared report, or, for a sample the render could not audit, ``separate_audit(sample_id, script)``'s row
@@ -258,7 +262,9 @@ def render_and_hand_off(sample_id: str, script: str, out_dir, cfg, profile, runn
     row: the audit stage audits the sample itself). Returns the exec row with ``onepass``, ``onepass_reasons``
     (JSON text, as the store keeps it) and ``manim_executions``. A render that timed out where no audit of it can
     pass (``audit/stage.py`` ``skips_audit``: a Spatial pass needs Exec success) gets no separate audit: the audit
-    stage records it as skipped (``render_timed_out``) without executing the script."""
+    stage records it as skipped (``render_timed_out``) without executing the script. ``witness(exec row, plan)``:
+    the video witness's row fields (video/witness.py) put on the left row; None leaves the row without them (the
+    head start's, checked by an actor afterwards: :func:`witness_left_row`)."""
     from prism_fast.audit.stage import skips_audit
 
     # a separate audit right after the render takes the render's TeX compiles along (execute/texcache.py own_svgs)
@@ -271,14 +277,29 @@ def render_and_hand_off(sample_id: str, script: str, out_dir, cfg, profile, runn
             row = render_with_onepass(sample_id, script, out_dir, cfg, profile, None, runner, audit_cfg)
         shared = row.pop("_onepass_audit", None)
         if shared is not None:  # the audit stage picks this row up instead of executing the script again
+            if witness is not None:
+                shared["witness_fields"] = witness(row, shared.get("witness_plan"))
             store_shared_audit(sample_id, script, shared, audit_dir, audit_cfg)
         elif skips_audit(row, profile):  # a render that timed out, where no audit of it can pass: none is run (the
             pass  # audit stage records its skipped row, render_timed_out, from this exec row)
         elif separate_audit is not None:  # not shared: the separate audit, now, in the caller's process
             try:
-                store_separate_audit(sample_id, script, separate_audit(sample_id, script), audit_dir, audit_cfg)
+                left = separate_audit(sample_id, script)
+                if witness is not None:
+                    apply_to_row(left, witness(row, read_plan(Path(audit_dir) / "audits" / sample_id)))
+                store_separate_audit(sample_id, script, left, audit_dir, audit_cfg)
             except Exception:  # noqa: BLE001 - never costs the exec row: the audit stage audits it instead
                 log.warning("early audit of %s failed; left to the audit stage", sample_id, exc_info=True)
     if isinstance(row.get("onepass_reasons"), list):
         row["onepass_reasons"] = json.dumps(row["onepass_reasons"])
     return row
+
+
+def witness_left_row(sample_id: str, exec_row: dict, audit_dir: str, witness: Callable[[dict, dict | None], dict]) \
+        -> bool:
+    """The video witness on a row a render left without it (the head start renders in the driver, which decodes no
+    script's output): True when the row was there and now has its fields."""
+    from prism_fast.audit.onepass_store import update_pending
+
+    plan = read_plan(Path(audit_dir) / "audits" / sample_id)
+    return update_pending(sample_id, audit_dir, lambda row: apply_to_row(row, witness(exec_row, plan)))

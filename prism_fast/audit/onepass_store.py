@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prism_fast.audit.cache import AuditCache, audit_cache_key
 from prism_fast.audit.rows import build_row
+from prism_fast.audit.witness import apply_to_row, write_plan
 from prism_fast.execute.fingerprint import fingerprint_hash
 from prism_fast.execute.render import resolve_bin
 from prism_fast.fsutil import atomic_write_text, sha256_text
@@ -34,11 +35,14 @@ def write_shared_audit(sample_id: str, file_path: str, shared: dict, work_dir) -
     (audit_dir / "audit_meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     (audit_dir / "audit.log").write_text("(one-pass audit: stdout/stderr belong to the render)\n" + "=" * 20
                                          + " STDERR " + "=" * 20 + "\n" + text + "\n", encoding="utf-8")
+    write_plan(audit_dir, shared.get("witness_plan"))
     row = build_row(sample_id, file_path, float(shared.get("audit_sec") or 0.0), 0, "", text, timed_out=False,
                     timeout_sec=900.0, scene_errors=errors, fail_on_scene_error=False)
     row.update(profile="reference", audit_mode="fast", returncode=0, scene_errors=errors, engine=shared.get("engine"),
                quirks_not_implemented=[], audit_pass="shared",
                report_path=str(audit_dir / "audit_report.json"))
+    if shared.get("witness_fields") is not None:
+        apply_to_row(row, shared["witness_fields"])
     return row
 
 
@@ -71,6 +75,19 @@ def _write_pending(sample_id: str, script: str, row: dict, work_dir, audit_cfg: 
     pending.mkdir(parents=True, exist_ok=True)
     doc = {"script_sha256": sha256_text(script), "settings_sha256": _settings_sha256(audit_cfg), "row": row}
     atomic_write_text(pending / f"{sample_id}.json", json.dumps(doc, ensure_ascii=False), fsync=False)
+
+
+def update_pending(sample_id: str, work_dir, change) -> bool:
+    """Rewrite the pending row of ``sample_id`` with ``change(row)`` (in place); False when there is none."""
+    path = Path(work_dir) / "onepass" / f"{sample_id}.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        row = doc["row"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    change(row)
+    atomic_write_text(path, json.dumps(doc, ensure_ascii=False), fsync=False)
+    return True
 
 
 def load_shared_audit(sample_id: str, script: str | None, work_dir, audit_cfg: dict | None = None) -> dict | None:

@@ -21,6 +21,7 @@ from prism_fast.audit.config import AuditConfig
 from prism_fast.audit.pictures import name_segment_files
 from prism_fast.audit.rows import build_row, results_document
 from prism_fast.audit.verdict import VerdictTimeout, fill_stand_ins, report_text, verdict_bounded
+from prism_fast.audit.witness import plan_from, write_plan
 from prism_fast.fsutil import atomic_write_text
 from prism_fast.execute import fastpaths, sandbox
 from prism_fast.execute.observers import read_result
@@ -286,6 +287,7 @@ def _verdict(audit_dir: Path, report_path: Path, cfg: AuditConfig, profile: Prof
     one the recorder never writes is evidence of tampering; no file leaves the report path as it was (reference: a
     stale report is read, Q-SPATIAL-19). The cascade gets what is left of the audit's time (``verdict_bounded``)."""
     obs_path = audit_dir / OBSERVATIONS
+    write_plan(audit_dir, None)  # only a plan computed here from this run's observations stands (the child's cwd)
     if not obs_path.exists():
         return None, [], None, False
     try:
@@ -304,6 +306,7 @@ def _verdict(audit_dir: Path, report_path: Path, cfg: AuditConfig, profile: Prof
     finally:
         obs_path.unlink(missing_ok=True)
     atomic_write_text(report_path, report_text(report), fsync=False)
+    write_plan(audit_dir, plan_from(doc, per_scene))
     if cfg.pictures or cfg.save_images:
         name_segment_files(per_scene, audit_dir / "pictures_raw" if cfg.pictures else None,
                            audit_dir if cfg.save_images else None)

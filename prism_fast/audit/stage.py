@@ -53,19 +53,28 @@ def lost_fields() -> dict:
     return {"audit_success": 0, "visual_structure_pass": 0, "visual_structure_rate": 0.0, "audit_status": "worker_lost"}
 
 
+# a row the audit stage's actor took from a render's hand-off (only the video witness ran there): its audit_pass
+LEFT_PASS = "_left_audit_pass"
+
+
 def finish_row(row: dict) -> dict:
-    """The stored row of an audit run by the audit stage itself (not shared with the render)."""
-    return normalize_status({**row, "audit_pass": "separate"}, "audit_status")
+    """The stored row of an audit run by the audit stage itself (not shared with the render), or of a render's
+    hand-off whose video witness the stage's actor ran (its own ``audit_pass`` kept)."""
+    row = dict(row)
+    left = row.pop(LEFT_PASS, None)
+    return normalize_status({**row, "audit_pass": left or "separate"}, "audit_status")
 
 
 def merge_left_rows(pending: Iterable[tuple[str, str, str]], audit_cfg, profile: Profile, work_dir: str,
-                    cache_dir: str | None, retry_failed: bool) -> list[dict]:
+                    cache_dir: str | None, retry_failed: bool, unwitnessed: set | None = None) -> list[dict]:
     """The audit rows that one-pass render actors left for the stage (``audit.one_pass=auto``,
     audit/onepass.py), for ``pending`` (lang, id, script) keys, ready to store; the others are audited for real.
 
     A shared row (audited inside the render) enters the audit cache like an audit-only row; a separate one (the
     render actor ran the audit after its render) is cached already. With ``retry_failed`` a failed separate row
-    is audited again. With ``one_pass=off`` nothing is merged: a resumed run audits for real."""
+    is audited again. With ``one_pass=off`` nothing is merged: a resumed run audits for real. A row without the
+    video witness (the head start's, whose follow-up did not run) is not merged: its id goes to ``unwitnessed``, and
+    the stage's actor runs the witness on it (``left_audit_row``), nothing executed."""
     from prism_fast.audit.onepass_store import cache_shared_audit, load_shared_audit
 
     if getattr(audit_cfg, "one_pass", "off") != "auto":
@@ -74,6 +83,10 @@ def merge_left_rows(pending: Iterable[tuple[str, str, str]], audit_cfg, profile:
     for lang, sid, script in pending:
         row = load_shared_audit(sid, script, work_dir, audit_cfg.to_dict())
         if row is None or (retry_failed and row.get("audit_pass") == "separate" and row.get("status") != "ok"):
+            continue
+        if "video_consistency" not in row:  # the video witness never ran on it: an actor runs it (left_audit_row)
+            if unwitnessed is not None:
+                unwitnessed.add(sid)
             continue
         if cache_dir and row.get("audit_pass") == "shared":
             row = cache_shared_audit(row, sid, script, audit_cfg, profile, cache_dir, work_dir)
@@ -86,3 +99,14 @@ def forget_reports(work_dir: str | Path, sample_ids: Iterable[str]) -> None:
     clean run would not have it."""
     for sid in sample_ids:
         shutil.rmtree(Path(work_dir) / "audits" / sid, ignore_errors=True)
+
+
+def left_audit_row(sample_id: str, script: str, audit_cfg, work_dir: str) -> dict | None:
+    """The hand-off row a render left without the video witness (for the stage's actor to finish), or None."""
+    from prism_fast.audit.onepass_store import load_shared_audit
+
+    row = load_shared_audit(sample_id, script, work_dir, audit_cfg.to_dict())
+    if row is None or "video_consistency" in row:
+        return None
+    row[LEFT_PASS] = row.get("audit_pass") or "separate"
+    return row

@@ -113,7 +113,8 @@ def td_raw_from_stream(totals: StreamTotals | PlainTotals, probe: VideoProbe, *,
 
 def compute_td_raw(video_path: str | Path, *, pixel_threshold: int = TD_PIXEL_THRESHOLD,
                    profile: Profile = REFERENCE, decoder: str = "opencv", chunk_size: int = DEFAULT_CHUNK,
-                   device: str | torch.device = "cpu", signal_backend: str = "auto") -> TDRaw:
+                   device: str | torch.device = "cpu", signal_backend: str = "auto",
+                   keep: dict | None = None) -> TDRaw:
     """TD_raw of one video file: streamed CPU decode + exact signals; never raises for a bad video.
 
     ``signal_backend``: ``auto`` = OpenCV per frame on a CPU device, batched prism_kernels on a GPU;
@@ -121,6 +122,9 @@ def compute_td_raw(video_path: str | Path, *, pixel_threshold: int = TD_PIXEL_TH
 
     Reference: an unopenable video, a zero container duration or no decodable first frame give 0.0, as
     the toolkit does — here with a non-"ok" status saying which.
+
+    ``keep``: ``{index: None}`` of frames to keep from this decode (BGR ``(H, W, 3) uint8`` put in its place: an
+    array on the CPU path, a tensor on the batched one; the video witness reads them, video/witness.py).
     """
     probe = probe_video(video_path)
     if not probe.opened:
@@ -134,11 +138,18 @@ def compute_td_raw(video_path: str | Path, *, pixel_threshold: int = TD_PIXEL_TH
     frames = VideoFrames(video_path, decoder=decoder, chunk_size=chunk_size, device=device)
     stream = make_signal_stream(signal_backend, frames.device_type, pixel_threshold)
     if isinstance(stream, Cv2FrameSignalStream):  # CPU: frame by frame, no batches (same frames and integers)
-        for frame in frames.iter_frames():
+        for i, frame in enumerate(frames.iter_frames()):
             stream.update_bgr_frame(frame)
+            if keep and i in keep:
+                keep[i] = frame.copy()  # (a NumPy array: the CPU path loads no torch)
     else:
+        start = 0
         for chunk in frames:
             stream.update(chunk)
+            for i in range(start, start + int(chunk.shape[0])) if keep else ():
+                if i in keep:
+                    keep[i] = chunk[i - start].to("cpu").clone()
+            start += int(chunk.shape[0])
     totals = stream.finish_plain() if isinstance(stream, Cv2FrameSignalStream) else stream.finish()
     raw = td_raw_from_stream(totals, probe, profile=profile, decoder=frames.decoder,
                              decoder_fallback=frames.decoder_fallback)

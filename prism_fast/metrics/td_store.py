@@ -40,14 +40,14 @@ def entry_path(model_dir: str | os.PathLike, sample_id: str) -> Path:
 
 
 def store_td_raw(model_dir: str | os.PathLike, sample_id: str, video_path: str, settings: dict,
-                 profile: Profile) -> TDRaw:
+                 profile: Profile, keep: dict | None = None) -> TDRaw:
     """Render-actor side: TD_raw of ``video_path`` under ``settings`` (``compute_td_raw``), written for the TD
     stage; the sha256 is taken before the decode (a file changed meanwhile then fails the stage's check)."""
     from prism_fast.metrics.td import compute_td_raw
 
     sha = sha256_file(video_path)
     td = compute_td_raw(video_path, pixel_threshold=settings["pixel_threshold"], profile=profile,
-                        decoder=settings["decoder"], device=settings["device"])
+                        decoder=settings["decoder"], device=settings["device"], keep=keep)
     path = entry_path(model_dir, sample_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"video_sha256": sha, "settings": settings, "td": dataclasses.asdict(td)}

@@ -54,7 +54,7 @@ def _render_fallback(detail: str, script: str) -> dict:
     return {"status": "failed", "success": False, "skipped": False, "error": detail}
 
 
-def _audit_fallback(detail: str, script: str) -> dict:
+def _audit_fallback(detail: str, script: str, *_video) -> dict:
     return {"status": "audit_failed", "audit_success": 0, "segment_count": 0, "visual_structure_pass": 0,
             "visual_structure_rate": 0.0, "error_msg": detail}
 
@@ -73,8 +73,12 @@ class RenderWorker:
     """
 
     def __init__(self, render_cfg, profile: Profile, out_dir: str, prefork: bool = True, onepass: dict | None = None,
-                 audit_dir: str | None = None, audit_cache_dir: str | None = None, td_pre: dict | None = None):
+                 audit_dir: str | None = None, audit_cache_dir: str | None = None, td_pre: dict | None = None,
+                 decodes: bool = True):
         self.render_cfg, self.profile, self.out_dir = render_cfg, profile, out_dir
+        # whether this worker may decode a script's video (the driver's head-start worker may not): the video
+        # witness of the audit rows it leaves runs here, else in an actor's head_start_video afterwards
+        self.decodes = decodes
         # TD settings (metrics/td_store.td_settings) when this worker decodes its own videos for the TD stage
         # (a CPU run with TD on), else None
         self.td_pre = td_pre
@@ -114,42 +118,79 @@ class RenderWorker:
         # render could not audit is audited right here by the same core call as the audit stage's
         row = render_and_hand_off(sample_id, script, self.out_dir, self.render_cfg, self.profile, runner,
                                   self.onepass, self.audit_dir,
-                                  self.auditor.audit if self.auditor is not None else None)
+                                  self.auditor.audit if self.auditor is not None else None,
+                                  witness=self._witness_of(sample_id) if self.decodes else None)
+        td_done = row.pop("_td_done", False)
         # Classification needs only the script and the render row (execution.md §8).
         row.update(taxonomy_fields(code=script, render_row=row, generation_status="success", script_id=sample_id))
         # nondeterminism marks of the script's text (and the double render of execute.determinism_check), here in
         # the trusted parent, never in the script's process (execute/determinism.py)
         row.update(determinism_fields(sample_id, script, row, self.render_cfg, self.profile, runner))
-        if self.td_pre is not None:
+        if self.td_pre is not None and not td_done:
             self._td_pre(sample_id, row)
         return row
 
-    def td_pre_video(self, sample_id: str, row: dict) -> bool:
-        """The TD stage's decode (:meth:`_td_pre`) of a video this worker did not render: the head start's, which
-        renders in the driver and leaves the decode to a Ray worker (the driver never decodes a script's output).
-        The Exec stage hands those over at its end, while the actors are still up, so the TD stage starts no actor
-        of its own for them. True when decoded (or tried: a failure only means the TD stage decodes it)."""
-        if self.td_pre is None or not isinstance(row, dict):
-            return False
-        try:
-            self._td_pre(sample_id, row)
-        except BaseException as exc:  # noqa: BLE001 - the TD stage decodes it instead; never the actor's end
-            log.warning("TD of %s (head start) not computed (%s)", sample_id, type(exc).__name__)
-            return False
-        return True
+    def _witness_of(self, sample_id: str):
+        """``witness(exec row, plan)`` for render_and_hand_off: the video witness (video/witness.py) reading its
+        frames from this worker's TD decode where there is one (one decode for both)."""
+        def witness(row: dict, plan: dict | None) -> dict:
+            from prism_fast.video.witness import check_video
 
-    def _td_pre(self, sample_id: str, row: dict) -> None:
-        """TD_raw of the video just rendered, left for the TD stage (metrics/td_store.py); whatever goes wrong
-        here only means the stage decodes the video itself, so it never touches the render's row."""
+            video = row.get("video_path") if row.get("success") else None
+            decode = None
+            if self.td_pre is not None and video:
+                def decode(indices):
+                    keep = dict.fromkeys(indices)
+                    row["_td_done"] = self._td_pre(sample_id, row, keep)
+                    got = {i: f for i, f in keep.items() if f is not None}
+                    if len(got) < len(keep):  # the TD decode failed or stopped early: the witness reads them itself
+                        from prism_fast.video.scan import read_frames_at
+
+                        got.update(read_frames_at(video, [i for i in keep if i not in got], decoder=decoder))
+                    return got
+            decoder = self.td_pre["decoder"] if self.td_pre is not None else "opencv"
+            return check_video(plan, row.get("scene_class"), video, decoder=decoder, decode=decode)
+        return witness
+
+    def head_start_video(self, sample_id: str, row: dict) -> bool:
+        """What the driver leaves undone for a video the head start rendered (the driver never decodes a script's
+        output): the video witness of the audit row it left (audit/onepass.py ``witness_left_row``) and the TD
+        stage's decode (:meth:`_td_pre`). The Exec stage hands those over at its end, while the actors are still
+        up. True when done (a failure only means the audit / TD stage does it)."""
+        if not isinstance(row, dict):
+            return False
+        done = True
+        if self.audit_dir is not None:
+            from prism_fast.audit.onepass import witness_left_row
+
+            try:
+                witness_left_row(sample_id, row, self.audit_dir, self._witness_of(sample_id))
+            except BaseException as exc:  # noqa: BLE001 - the audit stage audits it instead; never the actor's end
+                log.warning("video witness of %s (head start) not run (%s)", sample_id, type(exc).__name__)
+                done = False
+        if self.td_pre is not None and not row.pop("_td_done", False):
+            try:
+                done = self._td_pre(sample_id, row) and done
+            except BaseException as exc:  # noqa: BLE001 - the TD stage decodes it instead; never the actor's end
+                log.warning("TD of %s (head start) not computed (%s)", sample_id, type(exc).__name__)
+                return False
+        return done
+
+    def _td_pre(self, sample_id: str, row: dict, keep: dict | None = None) -> bool:
+        """TD_raw of the video just rendered, left for the TD stage (metrics/td_store.py); ``keep``: frames to keep
+        from the same decode (the video witness's). Whatever goes wrong here only means the stage decodes the video
+        itself, so it never touches the render's row. True when stored."""
         from prism_fast.metrics import td_store
 
         try:
             td_store.forget(self.out_dir, sample_id)
             if row.get("success") and row.get("video_path"):
-                td_store.store_td_raw(self.out_dir, sample_id, row["video_path"], self.td_pre, self.profile)
+                td_store.store_td_raw(self.out_dir, sample_id, row["video_path"], self.td_pre, self.profile, keep=keep)
+                return True
         except Exception as exc:  # noqa: BLE001 - the TD stage's actor decodes it instead (same call, same row)
             log.warning("TD of %s not computed after its render (%s: %s); the TD stage decodes the video",
                         sample_id, type(exc).__name__, exc)
+        return False
 
     def ready(self) -> bool:
         """Answers once the constructor has returned (the prefork server is up): the head start's hand-off."""
@@ -236,8 +277,22 @@ class AuditActor:
         self.core = _Auditor(audit_cfg, profile, work_dir, cache_dir, tex_cache_dir, tex_format)
 
     @contained(_audit_fallback)
-    def audit(self, sample_id: str, script: str) -> dict:
-        return self.core.audit(sample_id, script)
+    def audit(self, sample_id: str, script: str, video_path: str | None = None, scene_class: str | None = None,
+              left: bool = False) -> dict:
+        """The audit row, with the video witness (video/witness.py) against the render's video ``video_path``
+        (None: the render made none) of the scene it rendered. ``left``: a render left this sample's row without the
+        witness (the head start's): that row, witnessed here, nothing executed."""
+        from pathlib import Path
+
+        from prism_fast.audit.stage import left_audit_row
+        from prism_fast.audit.witness import apply_to_row, read_plan
+        from prism_fast.video.witness import check_video
+
+        row = left_audit_row(sample_id, script, self.core.audit_cfg, self.core.work_dir) if left else None
+        if row is None:
+            row = self.core.audit(sample_id, script)
+        plan = read_plan(Path(self.core.work_dir) / "audits" / sample_id)
+        return apply_to_row(row, check_video(plan, scene_class, video_path))
 
 
 @ray.remote(num_cpus=1, **RESTARTS)

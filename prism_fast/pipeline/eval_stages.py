@@ -78,7 +78,8 @@ def render_worker_factory(run: StageRun, local: bool = False):
     # _td_rows), so the head start's worker leaves the decode to the TD stage's actors (same row, td_store.py)
     td_pre = None if local else td_pre_settings(opts)
     make = RenderWorker if local else RenderActor.remote
-    return lambda: make(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts), td_pre=td_pre)
+    return lambda: make(opts.render, opts.profile, model_dir, opts.execute.prefork, *onepass_args(opts), td_pre=td_pre,
+                        decodes=not local)
 
 
 def _exec_actor(run: StageRun):
@@ -115,11 +116,22 @@ def _audit_rows(run: StageRun, jobs: list[Job]):
     opts = run.opts
     empty, jobs = _no_script(run, jobs)
     skipped, jobs = _timed_out(run, jobs)
+    unwitnessed: set = set()
     merged = merge_left_rows(((j.lang, j.id, j.args[0]) for j in jobs), opts.audit_cfg, opts.profile,
-                             str(model_output_dir(opts) / "audit"), opts.audit_cache_dir, opts.retry_failed)
+                             str(model_output_dir(opts) / "audit"), opts.audit_cache_dir, opts.retry_failed,
+                             unwitnessed)
     done = {r["id"] for r in merged}
+    # the audit actors check each audit against the render's video (video/witness.py): its path and scene
+    exec_rows = run.store.rows_by_key("exec", opts.model_name)
+    todo = []
+    for j in jobs:
+        if j.id in done:
+            continue
+        ex = exec_rows.get((j.lang, j.id)) or {}
+        video = ex.get("video_path") if ex.get("success") else None
+        todo.append(Job(j.lang, j.id, (*j.args, video, ex.get("scene_class"), j.id in unwitnessed)))
     return ([no_script_row(j.lang, j.id) for j in empty] + [render_timed_out_row(j.lang, j.id, ex) for j, ex in skipped]
-            + merged, scheduled(opts, [j for j in jobs if j.id not in done]))
+            + merged, scheduled(opts, todo))
 
 
 def _timed_out(run: StageRun, jobs: list[Job]) -> tuple[list[tuple[Job, dict]], list[Job]]:
@@ -286,7 +298,7 @@ def _text_expand_row(run: StageRun, job: Job) -> dict:
 
 STAGES: tuple[Stage, ...] = (
     Stage("exec", lambda o: True, _script_jobs, _exec_rows, _exec_actor, lost=_exec_lost, finish=_exec_finish,
-          head_follow_up="td_pre_video"),  # (the head start's videos decoded for TD by the render actors)
+          head_follow_up="head_start_video"),  # (the head start's videos: witness and TD decode by the render actors)
     Stage("audit", lambda o: o.audit, _script_jobs, _audit_rows, _audit_actor, lost=_audit_lost, finish=_audit_finish),
     Stage("padvc", lambda o: o.padvc.enabled, lambda run: (Job(i.language, i.id, ()) for i in run.inputs),
           _padvc_rows, _padvc_actor, lost=_padvc_lost, finish=_padvc_finish),

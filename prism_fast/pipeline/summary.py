@@ -78,6 +78,15 @@ def summarize_run(store: ResultsStore, model: str, task_ids: list[str], timings:
             passed = sum(1 for k in keys if (audit_rows.get(k) or {}).get("visual_structure_pass") == 1
                          and (not spatial_requires_exec or (exec_rows.get(k) or {}).get("success")))
             group.update(spatial_pass=passed, spatial_pct=_pct(passed, n))
+            # the video witness (video/witness.py): Spatial failures because the checkpoints are not the video's,
+            # and audited samples it could not check (by reason)
+            witness = [(audit_rows.get(k) or {}).get("video_consistency") for k in keys]
+            group["audit_video_mismatch"] = sum(1 for v in witness if v == "mismatch")
+            unchecked: dict[str, int] = {}
+            for v in witness:
+                if isinstance(v, str) and v.startswith("not_checked:"):
+                    unchecked[v.split(":", 1)[1]] = unchecked.get(v.split(":", 1)[1], 0) + 1
+            group["video_not_checked"] = unchecked
         if td_rows:
             rendered = [td_rows[k] for k in keys if k in td_rows and td_rows[k].get("render_success")]
             group.update(td_center_mean_rendered=_mean(r.get("td_center") for r in rendered),
@@ -168,6 +177,13 @@ def format_summary(summary: dict) -> str:
         lines.append(f"{sum(g['nondeterminism_marked'] for g in marked)} samples with nondeterminism marks "
                      "(row: determinism_marks; their videos, TD and PADVC may not reproduce): "
                      + ", ".join(f"{g['model']}/{g['lang']}={g['nondeterminism_marked']}" for g in marked))
+    witnessed = [g for g in groups if g.get("audit_video_mismatch") or g.get("video_not_checked")]
+    if witnessed:
+        lines.append("Video witness: " + "; ".join(
+            f"{g['model']}/{g['lang']}: {g.get('audit_video_mismatch', 0)} audit_video_mismatch (Spatial failed: the "
+            "audited checkpoints are not what the video shows)"
+            + (", not checked " + ", ".join(f"{r}={c}" for r, c in sorted(g["video_not_checked"].items()))
+               if g.get("video_not_checked") else "") for g in witnessed))
     checked = [g for g in groups if g.get("determinism_checked")]
     if checked:
         lines.append("Rendered twice (execute.determinism_check): "

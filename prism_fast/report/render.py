@@ -80,6 +80,12 @@ def _nondeterminism_note(rows: list[dict]) -> str:
     if checked:
         differ = sum(r.get("determinism_differ_n") or 0 for r in rows)
         out += f" Rendered twice: {differ} of {checked} samples gave different videos."
+    mismatched = sum(r.get("audit_video_mismatch_n") or 0 for r in rows)
+    unchecked = sum(r.get("video_not_checked_n") or 0 for r in rows)
+    if mismatched or unchecked:
+        out += (f" Video witness: {mismatched} samples fail Spatial as audit_video_mismatch (their audited checkpoints "
+                f"are not what their video shows); {unchecked} audited samples could not be checked (no video, or no "
+                "audited segment).")
     return out
 
 

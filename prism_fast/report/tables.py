@@ -93,6 +93,9 @@ def table1(tasks: pa.Table, denominator: str = "all_tasks", stages: dict[str, se
         equal = t.column("determinism_equal").to_pylist() if "determinism_equal" in t.column_names else []
         row["determinism_checked_n"] = sum(1 for v in equal if v is not None)
         row["determinism_differ_n"] = sum(1 for v in equal if v is False)
+        witness = t.column("video_consistency").to_pylist() if "video_consistency" in t.column_names else []
+        row["audit_video_mismatch_n"] = sum(1 for v in witness if v == "mismatch")
+        row["video_not_checked_n"] = sum(1 for v in witness if isinstance(v, str) and v.startswith("not_checked"))
         rows.append(row)
     return rows
 

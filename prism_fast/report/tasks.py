@@ -43,6 +43,8 @@ TASK_COLUMNS: list[tuple[str, pa.DataType]] = [
     # nondeterminism (execute/determinism.py): how many static marks the script has (null: no exec row), and with
     # execute.determinism_check whether its two renders gave the same video (null: not rendered twice)
     ("nondeterminism_marks", pa.int64()), ("determinism_equal", pa.bool_()),
+    # the video witness of the audit (video/witness.py): ok | mismatch | not_checked:<reason> (null: no audit row)
+    ("video_consistency", pa.string()),
 ]
 
 
@@ -155,6 +157,7 @@ def load_run(run_dir: str | Path, label: str | None = None, *, text_expand_colum
             "info_expand": te.get("info_expand_ratio") if te_ok else None,
             "nondeterminism_marks": len(_json(ex.get("determinism_marks"), []) or []) if ex else None,
             "determinism_equal": ex.get("determinism_equal") if ex else None,
+            "video_consistency": au.get("video_consistency") if au else None,
         }
         for name in cols:
             cols[name].append(values[name])

@@ -86,8 +86,8 @@ def test_round_trip_keeps_floats_identity_and_classes():
     assert got[2].children_xy[0].tobytes() == atoms[2].children_xy[0].tobytes()
     assert got[0].rings.x0.tobytes() == atoms[0].rings.x0.tobytes()
     assert got[0].rings.member_starts.dtype == np.int64
-    # points shared by snapshots are stored once (a, b, Text and its child)
-    assert len(_doc(_log([_layout()]))["arrays"]) == len(_doc(_log([_layout(), _layout()]))["arrays"]) == 4
+    # points shared by snapshots are stored once (a, b, Text and its child; the witness's empty drawn table)
+    assert len(_doc(_log([_layout()]))["arrays"]) == len(_doc(_log([_layout(), _layout()]))["arrays"]) == 5
 
 
 def test_verdict_equals_the_cascade_on_the_same_atoms():
@@ -143,7 +143,7 @@ def _bad(mutate) -> dict:
 
 
 @pytest.mark.parametrize("mutate", [
-    lambda d: d.update(version=2),
+    lambda d: d.update(version=1),
     lambda d: d["arrays"][0].update(b64="!!!"),
     lambda d: d["arrays"][0].update(b64=base64.b64encode(b"\0" * 7).decode()),
     lambda d: d["arrays"][0].update(shape=[4, 3]),
@@ -205,3 +205,42 @@ def test_a_long_cascade_runs_apart_and_is_bounded(monkeypatch):
     assert verdict.pair_work(decode(_repeated(3000))) == 3000 ** 2
     with pytest.raises(verdict.VerdictTimeout):
         verdict.verdict_bounded(_repeated(3000), AuditConfig(), REFERENCE, 1.0)
+
+
+def test_the_witness_fields_round_trip_and_bad_ones_are_refused():
+    """The video witness's data (audit/witness.py): plays, and per snapshot its play, camera, background and drawn
+    table whose owners index the snapshot's atom table; anything else is refused like a bad atom."""
+    atoms = _layout()
+    log = SegmentLog()
+    snap = RawSnapshot(log.next_label(), atoms, (64 / 9, 4.0), play=1, camera=(0.5, 0.0, 14.0, 8.0),
+                       background=(1.0, 1.0, 1.0),
+                       drawn=[((-1.0, -1.0, 1.0, 1.0, 0.0, 4.0, 1, 0, 0, 1, 0, 0, 0, 0), atoms[1]),
+                              ((2.0, 2.0, 3.0, 3.0, 2.0, 0.0, 0, 0, 0, 0, 1, 1, 1, 0), None)])
+    log.on_snapshot(snap)
+    log.on_render_end()
+    doc = encode_scenes([("S", log.kept(), [0], False, 1, [(0.5, False, False), (1.0, True, False)])])
+    scene = decode(doc).scenes[0]
+    assert scene.plays == [(0.5, False, False), (1.0, True, False)]
+    w = scene.witness[0]
+    assert (w.play, w.camera, w.background) == (1, (0.5, 0.0, 14.0, 8.0), (1.0, 1.0, 1.0))
+    assert w.drawn.shape == (2, 15) and w.drawn[:, -1].tolist() == [1.0, -1.0]
+
+    def broken(change) -> dict:
+        bad = json.loads(json.dumps(doc))
+        change(bad)
+        return bad
+
+    for change in (lambda d: d["scenes"][0]["snapshots"][0]["witness"].update(play=2),  # past the last play
+                   lambda d: d["scenes"][0]["snapshots"][0]["witness"].update(camera=[0, 0, 0, 8]),
+                   lambda d: d["scenes"][0]["snapshots"][0]["witness"].update(background=[2, 0, 0]),
+                   lambda d: d["scenes"][0].update(plays=[[-1.0, False, False], [1.0, True, False]]),
+                   lambda d: d["scenes"][0].update(plays="x"),
+                   lambda d: d["scenes"][0]["snapshots"][0].pop("witness")):
+        with pytest.raises(ObservationError):
+            decode(broken(change))
+    owners = np.array([[0.0] * 14 + [99.0]])  # an owner outside the atom table
+    bad = broken(lambda d: None)
+    bad["arrays"].append({"dtype": "<f8", "shape": [1, 15], "b64": base64.b64encode(owners.tobytes()).decode()})
+    bad["scenes"][0]["snapshots"][0]["witness"]["drawn"] = len(bad["arrays"]) - 1
+    with pytest.raises(ObservationError, match="drawn owners"):
+        decode(bad)

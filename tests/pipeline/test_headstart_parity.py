@@ -138,6 +138,15 @@ def test_the_driver_never_decodes_a_video_the_head_start_rendered(tmp_path, monk
         return real(video_path, *args, **kwargs)
 
     monkeypatch.setattr(td_module, "compute_td_raw", spy)
+    from prism_fast.video import scan as scan_module
+
+    real_read = scan_module.read_frames_at
+
+    def spy_read(video_path, *args, **kwargs):  # the video witness's own decode (video/witness.py)
+        decoded_here.append(str(video_path))
+        return real_read(video_path, *args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "read_frames_at", spy_read)
     ids = "SAMPLE-EN-000001,SAMPLE-EN-000002"
     cfg = compose_config(f"runs_root={tmp_path}", f"dataset.ids=[{ids}]", "cluster.num_cpus=2", "execute.workers=1",
                          "execute.cache.enabled=false", "audit.cache=false", "execute.tex_cache.format=false",
@@ -152,8 +161,11 @@ def test_the_driver_never_decodes_a_video_the_head_start_rendered(tmp_path, monk
 
     td_rows = ResultsStore(opts.run_dir).read("td").to_pylist()
     assert len(td_rows) == 2 and all(r.get("status") == "ok" for r in td_rows), td_rows
-    # ... and the render actor decoded the head start's videos at the Exec stage's end (RenderWorker.td_pre_video),
-    # so the TD stage started no actor: every rendered video has its stored TD_raw
+    # ... and the render actor decoded the head start's videos at the Exec stage's end (RenderWorker.head_start_video:
+    # the video witness of their audit rows and the TD decode), so the TD stage started no actor: every rendered video
+    # has its stored TD_raw, every audit row its witness
+    audit_rows = ResultsStore(opts.run_dir).read("audit").to_pylist()
+    assert [r["video_consistency"] for r in audit_rows] == ["ok", "ok"], audit_rows
     from prism_fast.metrics import td_store
     from prism_fast.pipeline.options import model_output_dir
 
