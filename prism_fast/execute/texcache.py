@@ -40,7 +40,8 @@ has verified it:
   directory the sample is shown (read-only). The parent brings the view up to date first: each published
   entry whose tag verifies and whose SVG hashes to the tagged sha256 is hard-linked into the view (copied
   where links do not work; the linked file is hashed again, so a swap between check and link is caught), and
-  its sha256 appended to the view's ``verified.txt``. An entry without a valid tag -- written by anyone else,
+  its sha256 appended to the view's ``verified.txt`` -- under names no reader can turn into another sample's
+  formula (``view_name``/``manifest_id``, folders that cannot be listed: :data:`VIEW_DIR_MODE`). An entry without a valid tag -- written by anyone else,
   edited, or carrying the tag of another key -- is left out, logged and counted (:func:`integrity_failures`);
   the sample then compiles the expression itself, and :func:`harvest` republishes the entry over the bad one
   (``HarvestStats.tampered``).
@@ -108,7 +109,11 @@ MAX_SVG_BYTES = 8 * 1024 * 1024
 MAX_LOG_BYTES = 1024 * 1024
 MAX_VERIFY_PER_SAMPLE = 64
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
-MANIFEST_NAME = "verified.txt"  # in a view: "<key> <sha256>" per line, appended by the parent
+MANIFEST_NAME = "verified.txt"  # in a view: "<manifest_id(key)> <sha256>" per line, appended by the parent
+# A view's svg folders can be traversed but not listed (a script must not enumerate other samples' formulas: their
+# SVG glyphs spell them); its files are named view_name(key) and its manifest says manifest_id(key), two different
+# one-way names of the key, so nothing a script can read names a file it could open without the formula's text.
+VIEW_DIR_MODE = 0o311
 TAG_KIND = "tex_svg"
 _KEY_HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -296,6 +301,21 @@ def entry_key(tex_source: bytes, compiler: str, output_format: str) -> str:
 
 def entry_path(cache_dir: str | os.PathLike, key: str) -> Path:
     return Path(cache_dir) / "svg" / key[:2] / f"{key}.svg"
+
+
+def view_name(key: str) -> str:
+    """The file name of an entry in a view (never the key itself: see VIEW_DIR_MODE)."""
+    return hashlib.sha256(b"prism_fast.tex_view.file\0" + key.encode()).hexdigest()
+
+
+def manifest_id(key: str) -> str:
+    """How a view's manifest names an entry (not its file name: see VIEW_DIR_MODE)."""
+    return hashlib.sha256(b"prism_fast.tex_view.manifest\0" + key.encode()).hexdigest()
+
+
+def view_path(view: str | os.PathLike, key: str) -> Path:
+    name = view_name(key)
+    return Path(view) / "svg" / name[:2] / f"{name}.svg"
 
 
 def tag_path(cache_dir: str | os.PathLike, key: str) -> Path:
@@ -557,8 +577,8 @@ def install(cache_dir: str, log_path: str, format_path: str | None = None, own_d
             source = None  # its SVG may depend on more than its text: neither the cache nor the format
         if source is not None and compiler in COMPILERS and fmt in FORMATS:
             key = entry_key(source, compiler, fmt)
-            expected, event = verified.get(key), "hit"
-            cached = _read_regular(entry_path(cache_dir, key), MAX_SVG_BYTES) if expected else None
+            expected, event = verified.get(manifest_id(key)), "hit"
+            cached = _read_regular(view_path(cache_dir, key), MAX_SVG_BYTES) if expected else None
             if cached is not None and hashlib.sha256(cached).hexdigest() != expected:
                 _log({"event": "bad_entry", "key": key})  # edited after the parent verified it: never served
                 cached = None
@@ -1138,20 +1158,34 @@ def _sweep_stale_views(views: Path) -> None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
+            _rmtree_view(d)
         except OSError:
             pass
 
 
+def _rmtree_view(path: Path) -> None:
+    """Remove a view whose svg folders cannot be listed (VIEW_DIR_MODE): made listable first by their owner."""
+    svg = path / "svg"
+    try:
+        os.chmod(svg, 0o700)
+        for sub in os.scandir(svg):
+            if sub.is_dir(follow_symlinks=False):
+                os.chmod(sub.path, 0o700)
+    except OSError:
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _remove_view(path: Path, owner: int) -> None:
     if os.getpid() == owner:  # not in a forked child that happens to run exit handlers
-        shutil.rmtree(path, ignore_errors=True)
+        _rmtree_view(path)
 
 
 def _new_view(root: Path, ikey: bytes) -> _View:
     _sweep_stale_views(root / "views")
     path = root / "views" / f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
     (path / "svg").mkdir(parents=True)
+    os.chmod(path / "svg", VIEW_DIR_MODE)
     (path / MANIFEST_NAME).touch()
     atexit.register(_remove_view, path, os.getpid())
     return _View(root, path, ikey, integrity.FailureLog(log, "tex cache"))
@@ -1160,8 +1194,10 @@ def _new_view(root: Path, ikey: bytes) -> _View:
 def _show(view: _View, key: str, data: bytes, manifest) -> None:
     """Hard-link (else copy) the published SVG into the view, hash the linked file again (a swap between the
     check and the link is caught) and record its sha256."""
-    dest = entry_path(view.path, key)
-    dest.parent.mkdir(exist_ok=True)
+    dest = view_path(view.path, key)
+    if not dest.parent.is_dir():
+        dest.parent.mkdir()
+        os.chmod(dest.parent, VIEW_DIR_MODE)
     tmp = fsutil.temp_name(dest)
     try:
         try:
@@ -1178,7 +1214,7 @@ def _show(view: _View, key: str, data: bytes, manifest) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     view.shown[key] = st.st_ino
-    manifest.write(f"{key} {sha}\n")
+    manifest.write(f"{manifest_id(key)} {sha}\n")
 
 
 def _sync(view: _View) -> None:
@@ -1205,7 +1241,7 @@ def _sync(view: _View) -> None:
                 if data is None:
                     view.failures(key[:16], why)
                     if key in view.shown and state[0] is not None and state[0][0] == view.shown[key]:
-                        entry_path(view.path, key).unlink(missing_ok=True)  # the view shares the bad file
+                        view_path(view.path, key).unlink(missing_ok=True)  # the view shares the bad file
                         view.shown.pop(key)
                     continue
                 _show(view, key, data, manifest)

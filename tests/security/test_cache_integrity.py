@@ -419,8 +419,15 @@ def test_tex_cache_entries_reach_a_sample_only_verified(tmp_path):
 
     # the sample is given the parent's verified view, never the cache root
     view = texcache.prepare_cache_dir(cache)
-    assert view.parent == cache.resolve() / "views" and texcache.entry_path(view, key).read_bytes() == good_svg
-    assert f"{key} {tag_doc['sha256']}" in (view / texcache.MANIFEST_NAME).read_text()
+    assert view.parent == cache.resolve() / "views" and texcache.view_path(view, key).read_bytes() == good_svg
+    manifest = (view / texcache.MANIFEST_NAME).read_text()
+    assert f"{texcache.manifest_id(key)} {tag_doc['sha256']}" in manifest
+    # nothing in the view names the key: the file is view_name(key), the manifest manifest_id(key), and its svg
+    # folders cannot be listed (a script must not enumerate other samples' formulas)
+    assert key not in manifest and texcache.view_name(key) not in manifest
+    assert not texcache.entry_path(view, key).exists()
+    for folder in (view / "svg", texcache.view_path(view, key).parent):
+        assert folder.stat().st_mode & 0o777 == texcache.VIEW_DIR_MODE
     served, events = _child_lookup(view, "y = x^2", tmp_path)
     assert served == good_svg and [e["event"] for e in events] == ["hit"]
     # the raw cache root, handed to a sample by mistake, serves nothing
@@ -455,7 +462,7 @@ print(json.dumps([str(view), texcache.integrity_failures({str(cache)!r})]))
 """
     view2, failures = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                                 check=True, cwd=tmp_path).stdout)
-    assert failures == 1 and not texcache.entry_path(view2, key).exists()  # a fresh process: never linked
+    assert failures == 1 and not texcache.view_path(view2, key).exists()  # a fresh process: never linked
     view = texcache.prepare_cache_dir(cache)
     assert texcache.integrity_failures(cache) == before + 1
     served, events = _child_lookup(view, "y = x^2", tmp_path)
