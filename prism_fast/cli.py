@@ -13,6 +13,7 @@ its run directory once its settings passed their checks (``pipeline/lifecycle.py
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import hydra
@@ -208,7 +209,13 @@ def main() -> None:
     if early is not None:
         print(early)
         return
-    sys.argv = [sys.argv[0], *_rewrite_argv(sys.argv[1:])]
+    args = sys.argv[1:]
+    if args and args[0] in ("-q", "--quiet"):  # logs only: no progress bars (pipeline/progress.py)
+        from prism_fast.pipeline.progress import QUIET_ENV
+
+        os.environ[QUIET_ENV] = "1"
+        args = args[1:]
+    sys.argv = [sys.argv[0], *_rewrite_argv(args)]
     with driver_process():  # nothing the command started outlives it, however it ends (signals included)
         _app()
 
