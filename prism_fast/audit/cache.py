@@ -26,15 +26,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 from prism_fast import fsutil
-from prism_fast.audit.witness import PLAN_FILE
+from prism_fast.audit.witness import PLAN_FILE, PLAN_VERSION
 from prism_fast.integrity import ContentCache
 
 log = logging.getLogger(__name__)
 
-CACHE_SCHEMA = "prism_fast.audit.v3"  # v3: the video witness's plan stored with the report
+# v3: the video witness's plan stored with the report (its format's version is part of the key)
+CACHE_SCHEMA = f"prism_fast.audit.v3.plan{PLAN_VERSION}"
 NOT_IN_KEY = frozenset({"save_images", "pictures", "pictures_root", "geometry_device", "prefork", "one_pass"})
 CACHEABLE_ERROR_KINDS = frozenset({None, "no_segments", "scene_exception", "nonzero_exit"})
 TAG_KIND = "audit_cache"
+WITNESS_FIELDS = ("video_consistency", "video_consistency_detail")
 
 
 def audit_cache_key(*, script_text: str, sample_id: str, audit_cfg, profile, env_fingerprint: str) -> str:
@@ -91,6 +93,8 @@ class AuditCache(ContentCache):
             dest.unlink(missing_ok=True)
         row["file_path"] = str(script)
         row["audit_cache_hit"] = True
+        for k in WITNESS_FIELDS:
+            row.pop(k, None)
         return row
 
     def put(self, key: str, row: dict, report_path: Path) -> bool:
@@ -100,7 +104,9 @@ class AuditCache(ContentCache):
             report = report_path.read_text(encoding="utf-8") if report_path.exists() else None
             plan_path = report_path.parent / PLAN_FILE
             plan = plan_path.read_text(encoding="utf-8") if plan_path.exists() else None
-            self.store(key, {"schema": CACHE_SCHEMA, "row": {**row, "audit_cache_hit": False}, "report": report,
+            # (the video witness's own fields belong to one video: each use of the entry checks its own)
+            kept = {k: v for k, v in row.items() if k not in WITNESS_FIELDS}
+            self.store(key, {"schema": CACHE_SCHEMA, "row": {**kept, "audit_cache_hit": False}, "report": report,
                              "witness_plan": plan}, default=str)
         except OSError as exc:
             log.warning("audit cache: could not store %s (%s)", key[:16], exc)

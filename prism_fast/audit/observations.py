@@ -83,7 +83,7 @@ class RawSnapshot:
     play: int = -1           # index of the play this checkpoint followed (the scene's timeline)
     camera: tuple = (0.0, 0.0, 14.222222222222221, 8.0)   # centre x, y, width, height of the drawn frame
     background: tuple = (0.0, 0.0, 0.0)                    # the camera's background colour (0..1)
-    drawn: list = field(default_factory=list)              # atoms.drawn_members rows: (columns, owner Atom|None)
+    drawn: list = field(default_factory=list)              # atoms.drawn_members: (row or rows, owner Atom|None)
 
     def drop_payload(self) -> None:
         """A snapshot the segment log can no longer pick keeps only its label."""
@@ -101,8 +101,12 @@ def encode_snapshot(snap: RawSnapshot, arrays: ArrayTable, classes: dict) -> dic
             k = local[id(a)] = len(table)
             table.append(_encode_atom(a, arrays, classes))
         order.append(k)
-    drawn = np.array([(*row, local.get(id(owner), -1) if owner is not None else -1) for row, owner in snap.drawn or ()],
-                     dtype=np.float64).reshape(-1, DRAWN_WIDTH)
+    blocks = []
+    for rows, owner in snap.drawn or ():
+        rows = np.asarray(rows, dtype=np.float64).reshape(-1, DRAWN_WIDTH - 1)
+        who = float(local.get(id(owner), -1)) if owner is not None else -1.0
+        blocks.append(np.concatenate([rows, np.full((len(rows), 1), who)], axis=1))
+    drawn = np.concatenate(blocks) if blocks else np.zeros((0, DRAWN_WIDTH))
     return {"label": snap.label, "table": table, "atoms": order,
             "half": [float(snap.half[0]), float(snap.half[1])],
             "center": None if snap.center is None else [float(snap.center[0]), float(snap.center[1])],
@@ -119,7 +123,7 @@ def encode_scenes(scenes: list) -> dict:
         plays = rest[0] if rest else []
         out.append({"name": str(name), "snapshots": [encode_snapshot(s, arrays, classes) for s in snaps],
                     "segments": list(segments), "salvage": bool(salvage), "taken": int(taken),
-                    "plays": [[float(d), bool(f), bool(k)] for d, f, k in plays]})
+                    "plays": [[float(d), bool(f), bool(k), float(t)] for d, f, k, t in plays]})
     return {"version": VERSION, "arrays": arrays.encode(), "scenes": out}
 
 
@@ -132,7 +136,7 @@ class SceneRecord:
     segments: list             # indices into snapshots
     salvage: bool
     taken: int = 0             # snapshots the child took (informational)
-    plays: list = field(default_factory=list)     # [(duration, frozen, skipped)] of every play of the scene
+    plays: list = field(default_factory=list)     # [(duration, frozen, skipped, stopped at)] of every play
     witness: list = field(default_factory=list)   # per snapshot: SnapshotWitness
 
 
@@ -286,10 +290,10 @@ def decode(doc) -> Observations:
         _need(isinstance(plays, list) and len(plays) <= _MAX_PLAYS, f"{what}: plays")
         timing = []
         for p in plays:
-            _need(isinstance(p, list) and len(p) == 3 and type(p[1]) is bool and type(p[2]) is bool, f"{what}: play")
-            d = _num(p[0], f"{what}: play duration")
-            _need(np.isfinite(d) and 0.0 <= d <= 1e7, f"{what}: play duration")
-            timing.append((d, p[1], p[2]))
+            _need(isinstance(p, list) and len(p) == 4 and type(p[1]) is bool and type(p[2]) is bool, f"{what}: play")
+            d, t = _num(p[0], f"{what}: play duration"), _num(p[3], f"{what}: play stop")
+            _need(np.isfinite(d) and 0.0 <= d <= 1e7 and np.isfinite(t) and -1.0 <= t <= 1e7, f"{what}: play timing")
+            timing.append((d, p[1], p[2], t))
         played = [sw.play for sw in witness]
         _need(all(-1 <= p < len(timing) for p in played) and played == sorted(played), f"{what}: snapshot plays")
         out.scenes.append(SceneRecord(scene["name"], snaps, segments, salvage, taken, timing, witness))

@@ -197,7 +197,12 @@ def draw_findings(report: dict, pictures_dir: Path, out_dir: Path, extra: dict |
     says so in ``frame_error``."""
     import torch
     from PIL import Image
-    from torchvision.utils import draw_bounding_boxes
+
+    try:  # only the pictures need it (``inspect``, ``audit.pictures``)
+        from torchvision.utils import draw_bounding_boxes
+    except ImportError as exc:
+        raise RuntimeError(f"audit pictures need torchvision ({exc}): pip install torchvision==0.29.1 (the build "
+                           "that matches torch 2.14.1), or leave audit.pictures off") from None
 
     pictures_dir, out_dir = Path(pictures_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -102,11 +102,11 @@ def forget_reports(work_dir: str | Path, sample_ids: Iterable[str]) -> None:
 
 
 def left_audit_row(sample_id: str, script: str, audit_cfg, work_dir: str) -> dict | None:
-    """The hand-off row a render left without the video witness (for the stage's actor to finish), or None."""
+    """The hand-off row a render left without the video witness (for the stage's actor to finish; it marks the row's
+    ``audit_pass`` as LEFT_PASS for :func:`finish_row`), or None."""
     from prism_fast.audit.onepass_store import load_shared_audit
 
     row = load_shared_audit(sample_id, script, work_dir, audit_cfg.to_dict())
     if row is None or "video_consistency" in row:
         return None
-    row[LEFT_PASS] = row.get("audit_pass") or "separate"
     return row

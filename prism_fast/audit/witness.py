@@ -18,9 +18,9 @@ import numpy as np
 from prism_fast.audit.observations import Observations, decode
 
 PLAN_FILE = "witness_plan.json"
-PLAN_VERSION = 1
+PLAN_VERSION = 2  # 2: the audit's bounds, filled atoms, stroke pieces
 # a member draws something the witness can expect: alpha x the largest channel difference from the background
-VISIBLE_CONTRAST = 0.12
+VISIBLE_CONTRAST = 0.2
 # cairo's line width is stroke_width x 0.01 scene units (manim Camera.cairo_line_width_multiple)
 LINE_WIDTH_UNIT = 0.01
 
@@ -35,21 +35,35 @@ def _visible(drawn: np.ndarray, bg: tuple) -> np.ndarray:
     return np.where(vm, ((sw > 0) & (s_con >= VISIBLE_CONTRAST)) | (f_con >= VISIBLE_CONTRAST), fill[:, 3] > 0.05)
 
 
-def frames_of_play(duration: float, frozen: bool, skipped: bool, fps: float) -> int:
-    """Frames manim writes for one play at ``fps`` (CairoRenderer.play): none when skipped, ``int(d / (1/fps))``
-    for a frozen wait, ``len(arange(0, d, 1/fps))`` otherwise."""
+def frames_of_play(duration: float, frozen: bool, skipped: bool, fps: float, stopped: float = -1.0) -> int:
+    """Frames manim writes for one play at ``fps`` (CairoRenderer.play): none when skipped; a run time shorter than
+    a frame is one frame's (Scene.validate_run_time, at the render's rate); ``int(d / (1/fps))`` for a frozen wait,
+    ``len(arange(0, d, 1/fps))`` otherwise, up to the frame at which a stop condition ended it (``stopped`` >= 0,
+    the time it ended at in the run that recorded it: exact at the same rate, within a frame at another)."""
     if skipped or duration <= 0:
         return 0
     dt = 1 / fps
-    if frozen:
-        return int(duration / dt)
-    return int(len(np.arange(0, duration, dt)))
+    duration = max(duration, dt)
+    n = int(duration / dt) if frozen else int(len(np.arange(0, duration, dt)))
+    if stopped >= 0:
+        n = min(n, int(np.floor(stopped / dt + 1e-9)) + 1)
+    return n
+
+
+def _play(p) -> tuple:
+    d, f, s, *rest = p
+    return float(d), bool(f), bool(s), float(rest[0]) if rest else -1.0
 
 
 def timeline(plays: list, fps: float) -> np.ndarray:
     """Cumulative frame counts: ``out[p]`` frames are written once play ``p`` has finished."""
-    counts = [frames_of_play(d, f, s, fps) for d, f, s in plays]
+    counts = [frames_of_play(*_play(p)[:3], fps, _play(p)[3]) for p in plays]
     return np.cumsum(np.asarray(counts, dtype=np.int64)) if counts else np.zeros(0, dtype=np.int64)
+
+
+def stopped_plays(plays: list) -> int:
+    """Plays a stop condition ended (each may be a frame off where the audit ran at another rate)."""
+    return sum(1 for p in plays if _play(p)[3] >= 0)
 
 
 def plan_from(obs: Observations | dict, per_scene: list) -> dict:
@@ -69,16 +83,20 @@ def plan_from(obs: Observations | dict, per_scene: list) -> dict:
             uniq = list(table.values())
             vis = _visible(w.drawn, w.background) if len(w.drawn) else np.zeros(0, dtype=bool)
             owners = {int(o) for o, v in zip(w.drawn[:, -1], vis) if v and o >= 0}
+            filled = {int(o) for o, v, fa in zip(w.drawn[:, -1], vis, w.drawn[:, 13]) if v and o >= 0 and fa > 0}
             expect = []
             for i in sorted(owners):
                 if i < len(uniq) and len(uniq[i].xy):
                     xy = uniq[i].xy
                     lo, hi = xy.min(axis=0), xy.max(axis=0)
                     if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
-                        expect.append([float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]), uniq[i].id])
+                        expect.append([float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]), uniq[i].id,
+                                       i in filled])
             members = [[*map(float, row[:4]), float(row[5]) * LINE_WIDTH_UNIT / 2]
                        for row, v in zip(w.drawn, vis) if v]
+            center = (0.0, 0.0) if _center is None else (float(_center[0]), float(_center[1]))
             segments.append({"segment": seg_i, "snapshot": k, "play": w.play, "camera": list(w.camera),
+                             "bounds": [center[0], center[1], float(_lx), float(_ly)],
                              "background": list(w.background), "expect": expect, "members": members})
         scenes[name] = {"plays": [list(p) for p in scene.plays], "segments": segments}
     return {"version": PLAN_VERSION, "scenes": scenes}
@@ -118,5 +136,5 @@ def apply_to_row(row: dict, fields: dict) -> dict:
     return row
 
 
-__all__ = ["MISMATCH_KIND", "PLAN_FILE", "apply_to_row", "frames_of_play", "plan_from", "read_plan", "timeline",
-           "write_plan"]
+__all__ = ["MISMATCH_KIND", "PLAN_FILE", "apply_to_row", "frames_of_play", "plan_from", "read_plan", "stopped_plays",
+           "timeline", "write_plan"]

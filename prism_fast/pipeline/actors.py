@@ -284,12 +284,21 @@ class AuditActor:
         witness (the head start's): that row, witnessed here, nothing executed."""
         from pathlib import Path
 
-        from prism_fast.audit.stage import left_audit_row
+        from prism_fast.audit.stage import LEFT_PASS, left_audit_row
         from prism_fast.audit.witness import apply_to_row, read_plan
         from prism_fast.video.witness import check_video
 
         row = left_audit_row(sample_id, script, self.core.audit_cfg, self.core.work_dir) if left else None
-        if row is None:
+        if row is not None:
+            left_pass = row.get("audit_pass") or "separate"
+            if left_pass == "shared" and self.core.cache is not None:
+                from prism_fast.audit.onepass_store import cache_shared_audit
+
+                # into the audit cache like every shared row the stage merges (audit/stage.py merge_left_rows)
+                row = cache_shared_audit(row, sample_id, script, self.core.audit_cfg, self.core.profile,
+                                         str(self.core.cache.root), self.core.work_dir)
+            row[LEFT_PASS] = left_pass
+        else:
             row = self.core.audit(sample_id, script)
         plan = read_plan(Path(self.core.work_dir) / "audits" / sample_id)
         return apply_to_row(row, check_video(plan, scene_class, video_path))

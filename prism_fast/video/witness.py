@@ -5,7 +5,9 @@ render wrote; counts with ``prism_kernels.witness``.
 At a checkpoint (the end of play ``p``) the frame checked is the last one written at or before it, and the one
 before it tells what was in motion. A drawn pixel (a channel off the background by more than ``THRESHOLD``) must lie
 in some visible member's box (dilated by its half line width and ``MARGIN_PX``) or be in motion; every atom the
-verdict used that owns a visible member, and lies mostly inside the picture, must hold drawn or moving pixels.
+verdict used that owns a visible member must hold drawn or moving pixels (a filled one over a part of its box),
+unless it lies mostly off the picture and out of the audit's bounds. A checkpoint whose play wrote no frame (a
+skipped section) is a state no picture shows: a mismatch.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from prism_fast.audit.witness import timeline
+from prism_fast.audit.witness import stopped_plays, timeline
 
 # Tolerances (measured: docs/security.md "The video witness")
 THRESHOLD = 40             # per channel, 0..255: a pixel differs from the background (H.264 noise stays below)
@@ -24,6 +26,9 @@ MIN_HELD = 2               # drawn or moving pixels an expected atom's box must 
 UNEXPLAINED_MIN = 64       # unexplained drawn pixels tolerated in a frame ...
 UNEXPLAINED_FRAC = 0.01    # ... or this fraction of its drawn pixels, whichever is larger
 INSIDE_FRAC = 0.5          # an atom is expected to show when at least this much of its box is in the picture
+FILL_FRAC = 0.04           # a filled atom's box must hold drawn or moving pixels over this fraction of its area
+FILL_MIN_PX = 16.0         # ... when its box is at least this big both ways
+BOUNDS_SLACK = 0.05        # scene units: an atom this close to the audit's bounds counts as inside them
 MIN_EXTENT_PX = 1.0        # an atom smaller than a pixel both ways is not expected to show
 FRAME_SLACK = 1            # frames the timeline may differ from the video (the container's own rounding)
 
@@ -44,12 +49,13 @@ def _rendered(plan: dict | None, scene_class: str | None) -> tuple[dict | None, 
 
 
 def _frame_pair(cum, play: int, n_frames: int) -> tuple[int, int] | None:
-    """(checkpoint frame, frame before it) for the checkpoint after ``play``."""
+    """(checkpoint frame, frame before it) for the checkpoint after ``play``: the last frame that play wrote; for a
+    play that wrote none (a skipped section), the first frame written after it (the next play's start); None when
+    no frame shows the checkpoint."""
     written = int(cum[play]) if 0 <= play < len(cum) else 0
-    f = written - 1 if written > 0 else written  # nothing written yet: the first frame after it
-    if f >= n_frames:
-        f = n_frames - 1
-    if f < 0:
+    before = int(cum[play - 1]) if 0 < play <= len(cum) else 0
+    f = written - 1 if written > before else written
+    if f >= n_frames or f < 0:
         return None
     return f, max(f - 1, 0)
 
@@ -85,6 +91,15 @@ def _px_box(box, cam, size, margin_px: float) -> tuple[list[int], float]:
     return ix, inside
 
 
+def _within(box, bounds) -> bool:
+    """Whether the audit's frame (centre x, y, half width, half height) holds the box (its out-of-bounds test)."""
+    if not bounds:
+        return False
+    cx, cy, lx, ly = bounds
+    return (box[0] >= cx - lx - BOUNDS_SLACK and box[2] <= cx + lx + BOUNDS_SLACK
+            and box[1] >= cy - ly - BOUNDS_SLACK and box[3] <= cy + ly + BOUNDS_SLACK)
+
+
 def judge(plan: dict | None, scene_class: str | None, fps: float, n_frames: int, frames: dict) -> dict:
     """Row fields from the plan and the decoded frames (``{index: (H, W, 3) uint8 BGR tensor}``):
     ``video_consistency`` (ok | mismatch | not_checked:<reason>) and ``video_consistency_detail``."""
@@ -93,20 +108,30 @@ def judge(plan: dict | None, scene_class: str | None, fps: float, n_frames: int,
         detail = {"reason": "the verdict rests on a scene the video does not show", "rendered": scene_class,
                   "audited": sorted((plan or {}).get("scenes") or {})} if status == MISMATCH else {}
         return {"video_consistency": status, "video_consistency_detail": detail}
-    if n_frames <= 0 or not frames:
+    if n_frames <= 0:
         return {"video_consistency": "not_checked:no_frames", "video_consistency_detail": {}}
     cum = timeline(scene["plays"], fps)
     total = int(cum[-1]) if len(cum) else 0
-    if abs(total - n_frames) > FRAME_SLACK:
+    if abs(total - n_frames) > FRAME_SLACK + 2 * stopped_plays(scene["plays"]):
         return {"video_consistency": MISMATCH,
                 "video_consistency_detail": {"reason": "the audited plays do not make this video's frames",
                                              "timeline_frames": total, "video_frames": n_frames}}
+    if not frames:  # (a video always has frames: only a checkpoint no frame shows leaves none to read)
+        shown = [seg for seg in scene["segments"] if _frame_pair(cum, int(seg["play"]), n_frames) is not None]
+        if shown:
+            return {"video_consistency": "not_checked:no_frames", "video_consistency_detail": {}}
+        return {"video_consistency": MISMATCH, "video_consistency_detail": {
+            "scene": scene_class, "segments": [], "unshown": [seg["segment"] for seg in scene["segments"]]}}
     any_frame = torch.as_tensor(next(iter(frames.values())))
     h, w = int(any_frame.shape[0]), int(any_frame.shape[1])
     cur, prev, bgs, expl, expl_f, exp, exp_f, exp_ids, segs = [], [], [], [], [], [], [], [], []
+    unshown = []
     for seg in scene["segments"]:
         pair = _frame_pair(cum, int(seg["play"]), n_frames)
-        if pair is None or pair[0] not in frames or pair[1] not in frames:
+        if pair is None:  # its play wrote no frame and none follows (a skipped last section): no picture shows it
+            unshown.append(seg["segment"])
+            continue
+        if pair[0] not in frames or pair[1] not in frames:
             return {"video_consistency": "not_checked:no_frames", "video_consistency_detail": {}}
         s = len(segs)
         segs.append((seg["segment"], pair[0]))
@@ -119,16 +144,27 @@ def judge(plan: dict | None, scene_class: str | None, fps: float, n_frames: int,
             box, _ = _px_box(m, cam, (w, h), MARGIN_PX + m[4] * w / cam[2])
             expl.append(box)
             expl_f.append(s)
+        bounds = seg.get("bounds")
         for e in seg["expect"]:
             box, inside = _px_box(e, cam, (w, h), MARGIN_PX)
             expl.append(box)  # an atom's own box explains what it draws too
             expl_f.append(s)
-            extent = max((e[2] - e[0]) * w / cam[2], (e[3] - e[1]) * h / cam[3])
-            if inside >= INSIDE_FRAC and extent >= MIN_EXTENT_PX:  # (a mobject scaled to nothing draws nothing)
-                exp.append(box)
-                exp_f.append(s)
-                exp_ids.append((s, e[4]))
+            ew, eh = (e[2] - e[0]) * w / cam[2], (e[3] - e[1]) * h / cam[3]
+            if max(ew, eh) < MIN_EXTENT_PX:  # (a mobject scaled to nothing draws nothing)
+                continue
+            if inside < INSIDE_FRAC and not _within(e, bounds):
+                continue  # mostly off the picture and out of the audit's bounds: the cascade's out-of-bounds case
+            # a filled atom must show over a part of its box (not a speck of something else's); an outline or a
+            # line anywhere in it; an atom the audit put inside its bounds but the picture does not show, nowhere
+            need = FILL_FRAC * ew * eh if (len(e) > 5 and e[5] and min(ew, eh) >= FILL_MIN_PX) else MIN_HELD
+            exp.append(box)
+            exp_f.append(s)
+            exp_ids.append((s, e[4], max(MIN_HELD, need)))
     from prism_kernels.witness import witness_counts
+
+    if not cur:  # every checkpoint is one no frame shows
+        return {"video_consistency": MISMATCH,
+                "video_consistency_detail": {"scene": scene_class, "segments": [], "unshown": unshown}}
 
     def t(rows, width):
         return torch.tensor(rows, dtype=torch.int64).reshape(-1, width)
@@ -137,8 +173,8 @@ def judge(plan: dict | None, scene_class: str | None, fps: float, n_frames: int,
                             t(expl_f, 1).reshape(-1), t(exp, 4), t(exp_f, 1).reshape(-1))
     drawn, unexplained, held = counts.drawn.tolist(), counts.unexplained.tolist(), counts.expected.tolist()
     missing: dict = {}
-    for (s, atom_id), n in zip(exp_ids, held):
-        if n < MIN_HELD:
+    for (s, atom_id, need), n in zip(exp_ids, held):
+        if n < need:
             missing.setdefault(s, []).append(atom_id)
     per_seg, bad = [], False
     for s, (seg_i, frame) in enumerate(segs):
@@ -146,8 +182,10 @@ def judge(plan: dict | None, scene_class: str | None, fps: float, n_frames: int,
         bad = bad or over or s in missing
         per_seg.append({"segment": seg_i, "frame": frame, "drawn": drawn[s], "unexplained": unexplained[s],
                         "missing": missing.get(s, [])[:20]})
-    return {"video_consistency": MISMATCH if bad else OK,
-            "video_consistency_detail": {"scene": scene_class, "segments": per_seg}}
+    detail = {"scene": scene_class, "segments": per_seg}
+    if unshown:  # the verdict judged a state the video never shows
+        detail["unshown"] = unshown
+    return {"video_consistency": MISMATCH if bad or unshown else OK, "video_consistency_detail": detail}
 
 
 def check_video(plan: dict | None, scene_class: str | None, video_path: str | Path | None, decoder: str = "opencv",

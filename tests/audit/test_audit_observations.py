@@ -218,9 +218,9 @@ def test_the_witness_fields_round_trip_and_bad_ones_are_refused():
                               ((2.0, 2.0, 3.0, 3.0, 2.0, 0.0, 0, 0, 0, 0, 1, 1, 1, 0), None)])
     log.on_snapshot(snap)
     log.on_render_end()
-    doc = encode_scenes([("S", log.kept(), [0], False, 1, [(0.5, False, False), (1.0, True, False)])])
+    doc = encode_scenes([("S", log.kept(), [0], False, 1, [(0.5, False, False, -1.0), (1.0, True, False, 0.4)])])
     scene = decode(doc).scenes[0]
-    assert scene.plays == [(0.5, False, False), (1.0, True, False)]
+    assert scene.plays == [(0.5, False, False, -1.0), (1.0, True, False, 0.4)]
     w = scene.witness[0]
     assert (w.play, w.camera, w.background) == (1, (0.5, 0.0, 14.0, 8.0), (1.0, 1.0, 1.0))
     assert w.drawn.shape == (2, 15) and w.drawn[:, -1].tolist() == [1.0, -1.0]
@@ -233,7 +233,8 @@ def test_the_witness_fields_round_trip_and_bad_ones_are_refused():
     for change in (lambda d: d["scenes"][0]["snapshots"][0]["witness"].update(play=2),  # past the last play
                    lambda d: d["scenes"][0]["snapshots"][0]["witness"].update(camera=[0, 0, 0, 8]),
                    lambda d: d["scenes"][0]["snapshots"][0]["witness"].update(background=[2, 0, 0]),
-                   lambda d: d["scenes"][0].update(plays=[[-1.0, False, False], [1.0, True, False]]),
+                   lambda d: d["scenes"][0].update(plays=[[-1.0, False, False, -1.0], [1.0, True, False, -1.0]]),
+                   lambda d: d["scenes"][0].update(plays=[[1.0, False, False], [1.0, True, False]]),
                    lambda d: d["scenes"][0].update(plays="x"),
                    lambda d: d["scenes"][0]["snapshots"][0].pop("witness")):
         with pytest.raises(ObservationError):

@@ -88,6 +88,63 @@ class Clean(Scene):
         self.play(Create(Circle()))
 """
 
+# the failing layout (red on blue) held to the last frame inside another filled atom's box; a Dot (which the audit
+# skips) draws a speck where the clean layout claims the red square
+INSIDE_ANOTHER = """from manim import *
+
+def hold(t):
+    return 0.0 if t < 0.999 else 1.0
+
+class Stack(Scene):
+    def construct(self):
+        a = Square(side_length=3, fill_opacity=1, color=BLUE)
+        b = Square(side_length=2, fill_opacity=1, color=RED)
+        target = Dot(RIGHT * 3.5, color=WHITE)
+        self.add(a, b, target)
+        self.play(b.animate.move_to(target), rate_func=hold, run_time=2)
+"""
+
+# the clean layout only in a skipped last section (the video ends on the overlap); a frame-wide outline and a
+# diagonal line whose boxes cover the overlap
+SKIPPED_END = """from manim import *
+
+class Skipped(Scene):
+    def construct(self):
+        border = RoundedRectangle(width=13, height=7.4, corner_radius=0.3, color=GREY)
+        guide = Line(LEFT * 6.5 + DOWN * 3.8, RIGHT * 6.5 + UP * 3.8, color=GREY)
+        a = Square(side_length=2.5, fill_opacity=1, color=BLUE).shift(LEFT * 1.5)
+        b = Circle(radius=1.2, fill_opacity=1, color=RED).shift(RIGHT * 0.3 + UP * 0.4)
+        self.add(border, guide)
+        self.play(FadeIn(a), FadeIn(b))
+        self.wait(1)
+        self.next_section(skip_animations=True)
+        self.play(b.animate.next_to(a, RIGHT, buff=0.02))
+"""
+
+# honest scenes the witness must take as they are: a wait a stop condition ends, waits shorter than a frame, a
+# background set as a hex string, thick mitred strokes at sharp corners
+HONEST_EDGES = """from manim import *
+
+class Edges(Scene):
+    def construct(self):
+        self.camera.background_color = "#ece6e2"
+        sq = Square(side_length=1, fill_opacity=0.8, color=GREEN).shift(LEFT * 4)
+        sq.add_updater(lambda m, dt: m.shift(RIGHT * 2 * dt))
+        self.add(sq)
+        self.wait_until(lambda: sq.get_x() >= 2, max_time=10)
+        sq.clear_updaters()
+        star = Star(n=8, outer_radius=1.5, inner_radius=0.6, color=PURPLE, stroke_width=16).shift(LEFT * 3)
+        needle = Polygon(UP * 2.5, RIGHT * 0.3, DOWN * 2.5, LEFT * 0.3, color=RED, fill_opacity=0.6,
+                         stroke_width=12).shift(RIGHT * 5)
+        self.play(Create(star), Create(needle))
+        for _ in range(3):
+            star.set_fill(opacity=0.2)
+            self.wait(0.05)
+            star.set_fill(opacity=0.5)
+            self.wait(0.05)
+        self.wait(0.5)
+"""
+
 
 def _run(tmp_path, scripts: dict, *extra: str):
     from prism_fast.pipeline.run import options_from_config, run_eval
@@ -115,10 +172,13 @@ def _clean_report(row: dict) -> bool:
 @pytest.mark.parametrize("one_pass", ["auto", "off"])
 def test_forged_checkpoints_fail_spatial_and_the_honest_script_passes(tmp_path, one_pass):
     scripts = {"PRISM-EN-000001": HONEST, "PRISM-EN-000002": SNAP_BACK, "PRISM-EN-000003": DRAWN_ELSEWHERE,
-               "PRISM-EN-000004": RECOGNISES_AUDIT, "PRISM-EN-000005": DECOY}
+               "PRISM-EN-000004": RECOGNISES_AUDIT, "PRISM-EN-000005": DECOY, "PRISM-EN-000006": INSIDE_ANOTHER,
+               "PRISM-EN-000007": SKIPPED_END, "PRISM-EN-000008": HONEST_EDGES}
     execs, audits, summary = _run(tmp_path, scripts, f"audit.one_pass={one_pass}")
     assert all(execs[sid]["success"] for sid in scripts)
 
+    edges = audits["PRISM-EN-000008"]
+    assert edges["video_consistency"] == "ok", edges["video_consistency_detail"]
     honest = audits["PRISM-EN-000001"]
     assert honest["video_consistency"] == "ok", honest["video_consistency_detail"]
     assert honest["visual_structure_pass"] == 1 and honest["error_kind"] is None
@@ -126,7 +186,7 @@ def test_forged_checkpoints_fail_spatial_and_the_honest_script_passes(tmp_path, 
     assert detail["scene"] == "Honest" and len(detail["segments"]) >= 2
     assert all(seg["drawn"] > 0 and not seg["missing"] for seg in detail["segments"])
 
-    forged = ["PRISM-EN-000002", "PRISM-EN-000003"]
+    forged = ["PRISM-EN-000002", "PRISM-EN-000003", "PRISM-EN-000006", "PRISM-EN-000007"]
     if one_pass == "off":  # the audit is a run of its own at 60 fps: a script can tell it from the render
         forged += ["PRISM-EN-000004", "PRISM-EN-000005"]
         assert execs["PRISM-EN-000005"]["scene_class"] == "Overlaps"
@@ -139,7 +199,8 @@ def test_forged_checkpoints_fail_spatial_and_the_honest_script_passes(tmp_path, 
         assert (row["visual_structure_pass"], row["audit_success"], row["error_kind"]) == \
             (0, 0, "audit_video_mismatch")
         detail = json.loads(row["video_consistency_detail"])
-        assert "rendered" in detail or any(seg["missing"] or seg["unexplained"] for seg in detail["segments"])
+        assert "rendered" in detail or "unshown" in detail or any(seg["missing"] or seg["unexplained"]
+                                                                  for seg in detail["segments"])
     # in the one-pass render the script cannot tell the audit from the render, and the rendered scene is the one
     # audited: these fail Spatial one way or the other
     assert audits["PRISM-EN-000004"]["visual_structure_pass"] == 0

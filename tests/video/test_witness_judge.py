@@ -25,7 +25,7 @@ def _plan(play=1, expect=((-1.0, -1.0, 1.0, 1.0, "sq"),), members=((-1.0, -1.0, 
           plays=((1.0, False, False), (1.0, False, False))) -> dict:
     seg = {"segment": 0, "snapshot": 0, "play": play, "camera": CAM, "background": [0.0, 0.0, 0.0],
            "expect": [list(e) for e in expect], "members": [list(m) for m in members]}
-    return {"version": 1, "scenes": {"S": {"plays": [list(p) for p in plays], "segments": [seg]}}}
+    return {"version": 2, "scenes": {"S": {"plays": [list(p) for p in plays], "segments": [seg]}}}
 
 
 def test_frames_of_play_follow_manims_counts():
@@ -34,6 +34,11 @@ def test_frames_of_play_follow_manims_counts():
     assert frames_of_play(1.01, True, False, 15) == 15          # a frozen wait: int(d * fps)
     assert frames_of_play(2.0, False, True, 15) == 0            # skipped by its section
     assert timeline([(1.0, False, False), (0.5, True, False)], 15).tolist() == [15, 22]
+    # a run time shorter than a frame is one frame at the render's rate (recorded as 0.05 s by a 60 fps audit)
+    assert frames_of_play(0.05, True, False, 15) == frames_of_play(0.05, False, False, 15) == 1
+    # a wait its stop condition ended at t = 2.0 (frame times 0 .. 2.0): 31 frames, not the 150 of its max time
+    assert frames_of_play(10.0, False, False, 15, stopped=2.0) == 31
+    assert timeline([(10.0, False, False, 2.0)], 15).tolist() == [31]
 
 
 def test_the_checkpoint_is_the_last_frame_written_before_it():
@@ -79,6 +84,41 @@ def test_a_timeline_that_does_not_make_the_video_is_a_mismatch():
 def test_a_verdict_resting_on_another_scene_is_a_mismatch_and_the_other_reasons():
     out = judge(_plan(), "Rendered", 15, 30, {})
     assert out["video_consistency"] == "mismatch" and out["video_consistency_detail"]["audited"] == ["S"]
-    empty = {"version": 1, "scenes": {"S": {"plays": [[1.0, False, False]], "segments": []}}}
+    empty = {"version": 2, "scenes": {"S": {"plays": [[1.0, False, False]], "segments": []}}}
     assert judge(empty, "S", 15, 15, {})["video_consistency"] == "not_checked:no_segments"
     assert judge(None, "S", 15, 15, {})["video_consistency"] == "not_checked:no_plan"
+
+
+def test_a_filled_atom_must_show_over_a_part_of_its_box():
+    """A filled square claimed where only a speck is drawn (another, skipped object) is not explained by it."""
+    plan = _plan(expect=((-2.0, -2.0, 2.0, 2.0, "sq", True),), members=((-2.0, -2.0, 2.0, 2.0, 0.02),))
+    speck = {28: _frame([(0, 0, 0.3, 0.3)]), 29: _frame([(0, 0, 0.3, 0.3)])}
+    out = judge(plan, "S", 15, 30, speck)
+    assert out["video_consistency"] == "mismatch" and out["video_consistency_detail"]["segments"][0]["missing"] == ["sq"]
+    shown = {28: _frame([(-2, -2, 2, 2)]), 29: _frame([(-2, -2, 2, 2)])}
+    assert judge(plan, "S", 15, 30, shown)["video_consistency"] == "ok"
+
+
+def test_an_atom_the_audit_bounds_hold_but_the_picture_does_not_show_is_missing():
+    """The audit judged out of bounds against a taller frame than the camera draws (config.frame_height changed
+    without the pixel size): an atom inside the audit's bounds must be in the picture."""
+    plan = _plan(expect=((-1.0, 4.6, 1.0, 4.9, "title"),), members=())
+    plan["scenes"]["S"]["segments"][0]["bounds"] = [0.0, 0.0, 7.1, 5.0]
+    out = judge(plan, "S", 15, 30, {28: _frame(), 29: _frame()})
+    assert out["video_consistency"] == "mismatch" and out["video_consistency_detail"]["segments"][0]["missing"] == \
+        ["title"]
+    plan["scenes"]["S"]["segments"][0]["bounds"] = [0.0, 0.0, 8.0, 4.5]  # the audit's frame is the picture
+    assert judge(plan, "S", 15, 30, {28: _frame(), 29: _frame()})["video_consistency"] == "ok"
+
+
+def test_a_checkpoint_no_frame_shows_is_a_mismatch():
+    """The last play was skipped (next_section(skip_animations=True)): the verdict's state is never on screen. A
+    skipped play with a shown one after it is checked against the first frame after it."""
+    plan = _plan(plays=((1.0, False, False), (1.0, False, True)), play=1)
+    assert needed_frames(plan, "S", 15, 15) == []
+    out = judge(plan, "S", 15, 15, {13: _frame([(-1, -1, 1, 1)]), 14: _frame([(-1, -1, 1, 1)])})
+    assert out["video_consistency"] == "mismatch" and out["video_consistency_detail"]["unshown"] == [0]
+    middle = _plan(plays=((1.0, False, False), (1.0, False, True), (1.0, True, False)), play=1)
+    assert needed_frames(middle, "S", 15, 30) == [14, 15]
+    out = judge(middle, "S", 15, 30, {14: _frame([(-1, -1, 1, 1)]), 15: _frame([(-1, -1, 1, 1)])})
+    assert out["video_consistency"] == "ok", out
