@@ -11,6 +11,7 @@ member (each must hold drawn pixels).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,8 @@ def frames_of_play(duration: float, frozen: bool, skipped: bool, fps: float, sto
         return 0
     dt = 1 / fps
     duration = max(duration, dt)
-    n = int(duration / dt) if frozen else int(len(np.arange(0, duration, dt)))
+    # len(arange(0, d, dt)) is numpy's ceil((d - 0) / dt), computed without allocating it (a forged duration)
+    n = int(duration / dt) if frozen else int(math.ceil(duration / dt))
     if stopped >= 0:
         n = min(n, int(np.floor(stopped / dt + 1e-9)) + 1)
     return n
