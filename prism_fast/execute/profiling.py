@@ -52,8 +52,9 @@ class ProfileSettings:
 
 
 def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, settings: ProfileSettings,
-                    profile: Profile = REFERENCE) -> dict:
-    """Profile ``(model, sample_id, script)`` items; returns per-sample and per-model statistics."""
+                    profile: Profile = REFERENCE, on_render=None) -> dict:
+    """Profile ``(model, sample_id, script)`` items; returns per-sample and per-model statistics. ``on_render(failed)``
+    is called after every render, warm-ups included (the caller's progress)."""
     if settings.repeats < 1:
         raise ValueError("repeats must be >= 1")
     cfg = replace(cfg, cache_dir=None, play_hashing=settings.play_hashing, fast_paths=settings.fast_paths,
@@ -75,6 +76,8 @@ def profile_renders(items: Iterable[tuple[str, str, str]], cfg: RenderConfig, se
             for k in range(settings.warmup + settings.repeats):
                 with tempfile.TemporaryDirectory(prefix="prism_profile_") as out:
                     row = render_one(sample_id, script, out, cfg, profile, runner=worker.run if worker else None)
+                if on_render is not None:
+                    on_render(not row["success"])
                 if k < settings.warmup:
                     continue
                 if row["success"]:

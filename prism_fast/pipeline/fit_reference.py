@@ -103,6 +103,8 @@ def fit_reference_from_config(cfg) -> dict:
 
     record_invocation(run_dir, opts.config_snapshot)
 
+    from prism_fast.pipeline.progress import StageProgress
+
     paper = OmegaConf.to_container(cfg.lang.params, resolve=True)
     fitted: dict = {}
     results: dict = {}
@@ -114,8 +116,15 @@ def fit_reference_from_config(cfg) -> dict:
         lang_dir.mkdir(exist_ok=True)
         entry = {"source": f"fit:{run_dir.name}:{profile.name}"}
         if do_padvc:
-            recs = [padvc_reference_record(t, (exec_rows.get((lang, t.id)) or {}).get("video_path"), worker,
-                                           pvd_calc, profile) for t in lang_tasks]
+            bar = StageProgress(f"padvc {lang}", len(lang_tasks))  # OCR, one video at a time
+            recs = []
+            try:
+                for t in lang_tasks:
+                    recs.append(padvc_reference_record(t, (exec_rows.get((lang, t.id)) or {}).get("video_path"),
+                                                       worker, pvd_calc, profile))
+                    bar.update(1)
+            finally:
+                bar.close()
             _write_jsonl(lang_dir / "padvc_reference_raw_scores.jsonl", recs)
             fit = fit_padvc_reference(recs, profile=profile)
             fit.update(padvc_config=worker.config.describe(), ocr_signature=worker.ocr.signature(), language=lang,
@@ -125,10 +134,15 @@ def fit_reference_from_config(cfg) -> dict:
             results.setdefault(lang, {})["padvc"] = fit
         if do_td:
             recs = []
-            for t in lang_tasks:
-                row = {"id": t.id, "source_id": t.id, "language": lang,
-                       "video_path": (exec_rows.get((lang, t.id)) or {}).get("video_path")}
-                recs.append(reference_record(row, None, profile=profile, pixel_threshold=opts.td_tau))
+            bar = StageProgress(f"td {lang}", len(lang_tasks))
+            try:
+                for t in lang_tasks:
+                    row = {"id": t.id, "source_id": t.id, "language": lang,
+                           "video_path": (exec_rows.get((lang, t.id)) or {}).get("video_path")}
+                    recs.append(reference_record(row, None, profile=profile, pixel_threshold=opts.td_tau))
+                    bar.update(1)
+            finally:
+                bar.close()
             _write_jsonl(lang_dir / "td_reference_raw_scores.jsonl", recs)
             fit = fit_td_reference(recs, profile=profile)
             fit.update(threshold=opts.td_tau, language=lang, dataset_jsonl=str(opts.dataset.path or "bundled"))

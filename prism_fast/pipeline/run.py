@@ -313,7 +313,14 @@ def profile_render_from_config(cfg) -> dict:
     from prism_fast.pipeline.lifecycle import record_invocation
 
     record_invocation(opts.run_dir, opts.config_snapshot)
-    result = profile_renders(((opts.model_name, i.id, i.script) for i in inputs), opts.render, settings, opts.profile)
+    from prism_fast.pipeline.progress import StageProgress
+
+    bar = StageProgress("render", len(inputs) * (settings.warmup + settings.repeats))
+    try:
+        result = profile_renders(((opts.model_name, i.id, i.script) for i in inputs), opts.render, settings,
+                                 opts.profile, on_render=lambda failed: bar.update(1, failed=failed))
+    finally:
+        bar.close()
     out = opts.run_dir / "profile_render.json"
     out.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(format_profile(result))

@@ -21,8 +21,10 @@ def test_percentile_matches_numpy(q):
 
 def test_profile_counts_repeats_pins_and_failures(tmp_path):
     cfg = RenderConfig(timeout_s=120, cache_dir=str(tmp_path / "cache"), tmp_root=str(tmp_path / "tmp"))
+    seen: list[bool] = []
     result = profile_renders([("m", "TINY-1", TINY), ("m", "BROKEN-1", BROKEN)], cfg,
-                             ProfileSettings(repeats=2, warmup=1, pin_cpu=0))
+                             ProfileSettings(repeats=2, warmup=1, pin_cpu=0), on_render=seen.append)
+    assert seen == [False] * 3 + [True] * 3  # every render reported (the command's progress), warm-ups included
     tiny, broken = result["samples"]
     assert tiny["wall_s"]["n"] == 2 and tiny["failures"] == 0
     assert tiny["wall_s"]["mean"] > 0 and tiny["cpu_s"]["mean"] > 0
