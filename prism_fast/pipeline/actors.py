@@ -138,7 +138,10 @@ class RenderWorker:
 
             video = row.get("video_path") if row.get("success") else None
             decode = None
-            if self.td_pre is not None and video:
+            # the TD decode's frames only where they are OpenCV's, the frames every other path reads (a CPU TD run
+            # decodes with "auto" = OpenCV): the witness's figures do not depend on where it ran
+            if self.td_pre is not None and video and self.td_pre["decoder"] in ("auto", "opencv") \
+                    and str(self.td_pre["device"]).startswith("cpu"):
                 def decode(indices):
                     keep = dict.fromkeys(indices)
                     row["_td_done"] = self._td_pre(sample_id, row, keep)
@@ -146,10 +149,9 @@ class RenderWorker:
                     if len(got) < len(keep):  # the TD decode failed or stopped early: the witness reads them itself
                         from prism_fast.video.scan import read_frames_at
 
-                        got.update(read_frames_at(video, [i for i in keep if i not in got], decoder=decoder))
+                        got.update(read_frames_at(video, [i for i in keep if i not in got]))
                     return got
-            decoder = self.td_pre["decoder"] if self.td_pre is not None else "opencv"
-            return check_video(plan, row.get("scene_class"), video, decoder=decoder, decode=decode)
+            return check_video(plan, row.get("scene_class"), video, decode=decode)
         return witness
 
     def head_start_video(self, sample_id: str, row: dict) -> bool:

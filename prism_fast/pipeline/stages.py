@@ -234,6 +234,8 @@ def run_actor_stage(
                        side_holds_slot=holds)
             finished = True
             if head is not None and head_follow_up is not None:
+                if not actors and any(isinstance(r, dict) and r.get("success") for _, r in head.rendered):
+                    actors.append(make_actor())  # the head start rendered every job: one worker for what it left
                 follow_up(actors, head_follow_up, head.rendered, follow_up_timeout_s)
         finally:
             if head is not None:
